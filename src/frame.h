@@ -1,0 +1,60 @@
+/* frame.h: one frame of a merged native+Lua stack, and a growable stack.
+ *
+ * A frame is a small value. Strings are interned (intern.h) and live for
+ * the whole run, so frames can be copied freely and compared by pointer.
+ */
+#ifndef LUASPY_FRAME_H
+#define LUASPY_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum frame_kind {
+	FRAME_NATIVE = 0, /* native code found by unwinding (CFI) */
+	FRAME_LUA,        /* a Lua function (bytecode) */
+	FRAME_C,          /* a C function called from Lua (lua_CFunction,
+	                   * builtin, FFI target) */
+	FRAME_VMSTATE,    /* pseudo frame: VM state leaf ([GC], [JIT trace 3]) */
+	FRAME_ROOT,       /* pseudo frame: process or thread root */
+	FRAME_KIND_MAX
+};
+
+struct frame {
+	uint8_t kind;          /* enum frame_kind */
+	int32_t line;          /* current line (Lua) or source line (native), 0 = unknown */
+	int32_t firstline;     /* Lua: line where the function is defined, 0 = unknown */
+	int32_t trace;         /* LuaJIT trace number running this frame, 0 = none */
+	uint64_t addr;         /* native/C: pc (or function address); Lua: 0 */
+	const char *name;      /* interned, never NULL: "fib", "string.format", "[unknown]" */
+	const char *file;      /* interned chunkname or source file, or NULL */
+	const char *module;    /* interned basename of the ELF module, or NULL */
+};
+
+/* Stack of frames, innermost first (index 0 = leaf). */
+struct stack {
+	struct frame *f;
+	int n;
+	int cap;
+};
+
+#define STACK_MAX_FRAMES 4096  /* hard cap on frames kept per stack */
+
+/* Append a copy of FR to ST. Returns 0, or -1 when the cap is reached or
+ * memory is exhausted (the frame is dropped; callers may ignore). */
+int stack_push(struct stack *st, const struct frame *fr);
+void stack_clear(struct stack *st);
+void stack_free(struct stack *st);
+
+/* Human label of a frame, as shown by dump, top and the outputs:
+ *   Lua:    "fib (app.lua:12)"       (line omitted when 0)
+ *   C:      "string.format"  or  "cfib (cfib.so)"
+ *   native: "clock_gettime (libc.so.6)"
+ *   vmstate/root: the name itself.
+ * Writes at most LEN bytes including the NUL into BUF; returns BUF.
+ * WITH_LINE = 0 drops the ":line" part (per-function aggregation). */
+char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line);
+
+/* Name of a frame kind for JSON ("native", "lua", "c", "vmstate", "root"). */
+const char *frame_kind_name(int kind);
+
+#endif

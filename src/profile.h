@@ -1,0 +1,54 @@
+/* profile.h: the aggregate of samples that every output format reads.
+ *
+ * Frames are interned to small ids; a stack is a list of frame ids,
+ * outermost first, counted per (thread id, stack). Outputs read the
+ * aggregate, never the target.
+ */
+#ifndef LUASPY_PROFILE_H
+#define LUASPY_PROFILE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "frame.h"
+
+struct profile;
+
+/* Run metadata, filled by the sampler, read by outputs. */
+struct profile_meta {
+	const char *title;        /* e.g. the target's command line */
+	pid_t pid;                /* main target pid (0 if unknown) */
+	double rate_hz;           /* sampling rate asked for */
+	uint64_t duration_ns;     /* wall time of the recording */
+	uint64_t start_unix_ns;   /* wall clock at start */
+	uint64_t samples;         /* stacks counted (sum of all counts) */
+	uint64_t errors;          /* samples lost to errors */
+	const char *runtime;      /* "LuaJIT 2.1 GC64", "Lua 5.4.4", or NULL */
+};
+
+struct profile *profile_new(void);
+void profile_free(struct profile *p);
+struct profile_meta *profile_meta(struct profile *p);
+const struct profile_meta *profile_meta_const(const struct profile *p);
+
+/* Count ST (innermost first, as walkers produce it) COUNT times for thread TID.
+ * Returns 0, or -1 on allocation failure. */
+int profile_add(struct profile *p, pid_t tid, const struct stack *st, uint64_t count);
+
+/* Forget all counted stacks (top's reset key); frames stay interned. */
+void profile_reset(struct profile *p);
+
+/* Interned frames: ids are 0 .. profile_nframes()-1. */
+size_t profile_nframes(const struct profile *p);
+const struct frame *profile_frame(const struct profile *p, uint32_t id);
+
+/* Distinct (tid, stack) entries: 0 .. profile_nstacks()-1. IDS points to
+ * DEPTH frame ids, outermost first; valid until the next add/reset. */
+size_t profile_nstacks(const struct profile *p);
+void profile_stack(const struct profile *p, size_t i, pid_t *tid,
+		   const uint32_t **ids, size_t *depth, uint64_t *count);
+
+/* Sum of all counts. */
+uint64_t profile_total(const struct profile *p);
+
+#endif
