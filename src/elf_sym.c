@@ -1,0 +1,247 @@
+/* elf_sym.c: modules and symbolization with libdwfl. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <gelf.h>
+#include "elf_sym.h"
+#include "err.h"
+#include "intern.h"
+
+#define CACHE_BITS 14
+
+struct cache_ent {
+	uint64_t key;          /* pc | retaddr bit 63 ... 0 = empty */
+	struct sym_info info;
+	int found;
+};
+
+struct symtab {
+	pid_t pid;
+	Dwfl *dwfl;
+	Dwfl_Callbacks cb;
+	char *debuginfo_path;
+	struct proc_maps maps;
+	struct cache_ent *cache;
+};
+
+static __thread pid_t find_elf_pid;
+
+/* Open module files through /proc/PID/root (containers, chroots), then
+ * fall back to libdwfl's own search (also handles the vDSO). */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	if (modname && modname[0] == '/' && find_elf_pid > 0) {
+		char path[4096];
+		snprintf(path, sizeof path, "/proc/%d/root%s", (int)find_elf_pid, modname);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			*file_name = strdup(path);
+			*elfp = NULL;
+			return fd;
+		}
+	}
+	return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+}
+
+static int report(struct symtab *s)
+{
+	find_elf_pid = s->pid;
+	dwfl_report_begin(s->dwfl);
+	int rc = dwfl_linux_proc_report(s->dwfl, s->pid);
+	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 || rc != 0)
+		return rc > 0 ? err_from_errno(rc) : -LS_E_IO;
+	int mrc = proc_maps_read(s->pid, &s->maps);
+	if (mrc < 0)
+		return mrc;
+	memset(s->cache, 0, sizeof(struct cache_ent) << CACHE_BITS);
+	return 0;
+}
+
+int symtab_open(pid_t pid, struct symtab **out)
+{
+	struct symtab *s = calloc(1, sizeof *s);
+	if (!s)
+		return -LS_E_NOMEM;
+	s->cache = calloc((size_t)1 << CACHE_BITS, sizeof(struct cache_ent));
+	s->debuginfo_path = strdup(":.debug:/usr/lib/debug");
+	if (!s->cache || !s->debuginfo_path) {
+		symtab_close(s);
+		return -LS_E_NOMEM;
+	}
+	s->pid = pid;
+	s->cb.find_elf = find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.debuginfo_path = &s->debuginfo_path;
+	s->dwfl = dwfl_begin(&s->cb);
+	if (!s->dwfl) {
+		symtab_close(s);
+		return -LS_E_NOMEM;
+	}
+	int rc = report(s);
+	if (rc < 0) {
+		symtab_close(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void symtab_close(struct symtab *s)
+{
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	proc_maps_free(&s->maps);
+	free(s->cache);
+	free(s->debuginfo_path);
+	free(s);
+}
+
+int symtab_refresh(struct symtab *s)
+{
+	return report(s);
+}
+
+Dwfl *symtab_dwfl(struct symtab *s) { return s->dwfl; }
+const struct proc_maps *symtab_maps(const struct symtab *s) { return &s->maps; }
+pid_t symtab_pid(const struct symtab *s) { return s->pid; }
+
+static const char *basename_of(const char *p)
+{
+	const char *sl = strrchr(p, '/');
+	return sl ? sl + 1 : p;
+}
+
+static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out,
+			    int *found)
+{
+	memset(out, 0, sizeof *out);
+	*found = 0;
+	uint64_t a = retaddr && pc ? pc - 1 : pc;
+	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, a);
+	if (!mod)
+		return;
+	const char *mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (mname) {
+		if (strncmp(mname, "[vdso", 5) == 0)
+			out->module = intern("[vdso]");
+		else
+			out->module = intern(basename_of(mname));
+	}
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
+	if (name && (sym.st_size == 0 ? off == 0 : off < sym.st_size)) {
+		out->name = intern(name);
+		out->func_start = a - off;
+		out->func_end = out->func_start + sym.st_size;
+		*found = 1;
+	}
+	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
+	if (ln) {
+		int lineno = 0;
+		const char *src = dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL);
+		if (src && lineno > 0) {
+			out->file = intern(src);
+			out->line = lineno;
+		}
+	}
+}
+
+int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out)
+{
+	uint64_t key = (pc & ~(1ull << 63)) | ((uint64_t)(retaddr != 0) << 63);
+	if (key == 0) {
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - CACHE_BITS));
+	struct cache_ent *e = &s->cache[h];
+	if (e->key != key) {
+		e->key = key;
+		lookup_uncached(s, pc, retaddr, &e->info, &e->found);
+	}
+	*out = e->info;
+	return e->found ? 0 : -1;
+}
+
+struct find_arg {
+	const char *name;
+	uint64_t addr, size;
+	const char *module;
+};
+
+static int find_in_module(Dwfl_Module *mod, void **ud, const char *mname, Dwarf_Addr start, void *arg)
+{
+	struct find_arg *fa = arg;
+	int n = dwfl_module_getsymtab(mod);
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *nm = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+		if (!nm || sym.st_shndx == SHN_UNDEF || strcmp(nm, fa->name) != 0)
+			continue;
+		fa->addr = addr;
+		fa->size = sym.st_size;
+		fa->module = intern(basename_of(mname));
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
+uint64_t symtab_find(struct symtab *s, const char *name, uint64_t *size, const char **module)
+{
+	struct find_arg fa = { name, 0, 0, NULL };
+	dwfl_getmodules(s->dwfl, find_in_module, &fa, 0);
+	if (size)
+		*size = fa.size;
+	if (module)
+		*module = fa.module;
+	return fa.addr;
+}
+
+Dwfl_Module *symtab_module_at(struct symtab *s, uint64_t addr, Elf **elf, uint64_t *bias)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+	if (!mod)
+		return NULL;
+	GElf_Addr b = 0;
+	Elf *e = dwfl_module_getelf(mod, &b);
+	if (elf)
+		*elf = e;
+	if (bias)
+		*bias = b;
+	return mod;
+}
+
+struct each_arg {
+	int (*fn)(void *, const char *, uint64_t, uint64_t, Elf *, uint64_t);
+	void *arg;
+	int rc;
+};
+
+static int each_cb(Dwfl_Module *mod, void **ud, const char *mname, Dwarf_Addr start, void *arg)
+{
+	struct each_arg *ea = arg;
+	Dwarf_Addr lo = 0, hi = 0;
+	dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+	GElf_Addr bias = 0;
+	Elf *e = dwfl_module_getelf(mod, &bias);
+	ea->rc = ea->fn(ea->arg, mname, lo, hi, e, bias);
+	return ea->rc ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+int symtab_each_module(struct symtab *s,
+		       int (*fn)(void *arg, const char *name, uint64_t start, uint64_t end,
+				 Elf *elf, uint64_t bias),
+		       void *arg)
+{
+	struct each_arg ea = { fn, arg, 0 };
+	dwfl_getmodules(s->dwfl, each_cb, &ea, 0);
+	return ea.rc;
+}

@@ -1,0 +1,68 @@
+/* elf_sym.h: ELF modules of a target and symbolization, on libdwfl.
+ *
+ * One struct symtab per target process holds a Dwfl with every mapped
+ * ELF module (executable, libraries, the vDSO read from memory). Files
+ * are opened through /proc/PID/root so targets in containers work.
+ * Symbol names come from .symtab, .dynsym, MiniDebugInfo
+ * (.gnu_debugdata) and separate debug files found by build-id or
+ * .gnu_debuglink under /usr/lib/debug; never from the network. A name is
+ * only given when the symbol's size covers the address. Lookups are
+ * cached by address. */
+#ifndef LUASPY_ELF_SYM_H
+#define LUASPY_ELF_SYM_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <elfutils/libdwfl.h>
+#include "proc_maps.h"
+
+struct symtab;
+
+struct sym_info {
+	const char *name;     /* interned symbol name, or NULL */
+	const char *module;   /* interned module basename, or NULL (no module) */
+	const char *file;     /* interned source file (DWARF), or NULL */
+	int line;             /* source line (DWARF), or 0 */
+	uint64_t func_start;  /* symbol start address, or 0 */
+	uint64_t func_end;    /* symbol end address (start+size), or 0 */
+};
+
+/* Open the modules of PID (reads /proc/PID/maps). Returns 0 and *OUT or
+ * -LS_E_*. */
+int symtab_open(pid_t pid, struct symtab **out);
+void symtab_close(struct symtab *s);
+
+/* Re-read the module list when the maps changed (dlopen). Rate-limited by
+ * the caller. Returns 0 or -LS_E_*. */
+int symtab_refresh(struct symtab *s);
+
+/* The libdwfl session (for the libdw unwinder). */
+Dwfl *symtab_dwfl(struct symtab *s);
+/* The maps read at open/refresh time. */
+const struct proc_maps *symtab_maps(const struct symtab *s);
+pid_t symtab_pid(const struct symtab *s);
+
+/* Symbolize target address PC. RETADDR != 0 means PC is a return address
+ * (looked up at PC-1, the call instruction). Always fills OUT (fields
+ * NULL/0 when unknown). Returns 0 when a symbol was found, -1 otherwise. */
+int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out);
+
+/* Address of the first symbol named NAME in any module (.symtab or
+ * .dynsym, functions and objects); 0 when not found. If SIZE is not NULL
+ * it receives the symbol size. If MODULE is not NULL it receives the
+ * module's interned basename. */
+uint64_t symtab_find(struct symtab *s, const char *name, uint64_t *size, const char **module);
+
+/* Module containing target address ADDR, with its ELF and load bias
+ * (file address + bias = target address). NULL when none. */
+Dwfl_Module *symtab_module_at(struct symtab *s, uint64_t addr, Elf **elf, uint64_t *bias);
+
+/* Call FN for every module: NAME (full path or "[vdso]"), [START, END)
+ * target range, ELF (may be NULL) and load BIAS. FN returns non-zero to
+ * stop. Returns FN's last result. */
+int symtab_each_module(struct symtab *s,
+		       int (*fn)(void *arg, const char *name, uint64_t start, uint64_t end,
+				 Elf *elf, uint64_t bias),
+		       void *arg);
+
+#endif

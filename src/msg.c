@@ -1,0 +1,69 @@
+/* msg.c: one-line diagnostics. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "err.h"
+#include "msg.h"
+
+int msg_verbose;
+
+static void vout(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[2048];
+	int n = snprintf(buf, sizeof buf, "luaspy: %s", prefix);
+	if (n < 0)
+		return;
+	int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	if (m < 0)
+		return;
+	size_t len = strlen(buf);
+	if (len >= sizeof buf - 1)
+		len = sizeof buf - 2;
+	buf[len++] = '\n';
+	ssize_t w = write(2, buf, len);
+	(void)w;
+}
+
+void msg_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vout("", fmt, ap);
+	va_end(ap);
+}
+
+void msg_debug(int level, const char *fmt, ...)
+{
+	if (msg_verbose < level)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vout("[v] ", fmt, ap);
+	va_end(ap);
+}
+
+int msg_err_pid(int pid, int e)
+{
+	const char *hint = err_hint(e);
+	char extra[256] = "";
+	if (e == LS_E_PERM || e == -LS_E_PERM) {
+		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+		int scope = 0;
+		if (f) {
+			if (fscanf(f, "%d", &scope) != 1)
+				scope = 0;
+			fclose(f);
+		}
+		if (scope > 0)
+			snprintf(extra, sizeof extra,
+				 " (kernel.yama.ptrace_scope is %d; 0 allows attaching to your own processes)",
+				 scope);
+	}
+	if (pid > 0)
+		msg_error("pid %d: %s%s%s%s", pid, err_text(e), hint ? "; " : "",
+			  hint ? hint : "", extra);
+	else
+		msg_error("%s%s%s%s", err_text(e), hint ? "; " : "", hint ? hint : "", extra);
+	return err_exit_code(e);
+}

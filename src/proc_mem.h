@@ -1,0 +1,75 @@
+/* proc_mem.h: reading target memory. Every read of the target goes
+ * through struct mem, so walkers can run over a live process, a stack
+ * copy overlaid on it, or a synthetic image (unit tests, fuzzing).
+ * Target memory is untrusted: callers bound every length they pass. */
+#ifndef LUASPY_PROC_MEM_H
+#define LUASPY_PROC_MEM_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define MEM_MAX_READ (16u << 20)  /* one read is refused above 16 MiB */
+
+struct mem;
+/* Copy up to LEN bytes at target ADDR into BUF. Returns bytes copied
+ * (may be short: the rest is unmapped) or -LS_E_* (GONE, PERM, FAULT). */
+typedef ssize_t (*mem_read_fn)(struct mem *m, uint64_t addr, void *buf, size_t len);
+
+struct mem {
+	mem_read_fn read;
+	uint64_t nreads;     /* statistics: calls */
+	uint64_t nbytes;     /*             bytes asked */
+};
+
+/* Live process reader: process_vm_readv, falling back to /proc/PID/mem
+ * when the syscall is unavailable or refused. Safe on a running target. */
+struct proc_mem {
+	struct mem base;
+	pid_t pid;
+	int memfd;           /* /proc/PID/mem, opened lazily; -1 */
+	int use_fd;          /* process_vm_readv failed with ENOSYS/EPERM */
+};
+
+/* Initialise M for PID. Never fails; errors come from reads. */
+void proc_mem_init(struct proc_mem *m, pid_t pid);
+void proc_mem_close(struct proc_mem *m);
+
+/* Overlay: reads inside [addr, addr+len) come from DATA (a copy taken
+ * while the thread was stopped), everything else from UNDER. */
+struct mem_overlay {
+	struct mem base;
+	struct mem *under;
+	uint64_t addr;
+	const uint8_t *data;
+	size_t len;
+};
+void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,
+		      const uint8_t *data, size_t len);
+
+/* Synthetic image: a list of regions (unit tests, fuzzers). Addresses
+ * outside every region read as unmapped (short read / -LS_E_FAULT). */
+struct mem_region {
+	uint64_t addr;
+	const uint8_t *data;
+	size_t len;
+};
+struct mem_image {
+	struct mem base;
+	const struct mem_region *r;
+	int n;
+};
+void mem_image_init(struct mem_image *im, const struct mem_region *r, int n);
+
+/* Read exactly LEN bytes; 0 or -LS_E_* (a short read is -LS_E_FAULT). */
+int mem_read(struct mem *m, uint64_t addr, void *buf, size_t len);
+/* Typed helpers: 0 or -LS_E_*. */
+int mem_read_u8(struct mem *m, uint64_t addr, uint8_t *v);
+int mem_read_u16(struct mem *m, uint64_t addr, uint16_t *v);
+int mem_read_u32(struct mem *m, uint64_t addr, uint32_t *v);
+int mem_read_u64(struct mem *m, uint64_t addr, uint64_t *v);
+/* Read a string of at most MAXLEN bytes at ADDR into BUF (size >= MAXLEN+1),
+ * stopping at NUL; always NUL-terminates. Returns the length or -LS_E_*. */
+ssize_t mem_read_str(struct mem *m, uint64_t addr, char *buf, size_t maxlen);
+
+#endif

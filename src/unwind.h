@@ -1,0 +1,60 @@
+/* unwind.h: native unwinding behind one small interface.
+ *
+ * The backend (unwind_libdw.c: libdw's DWARF CFI unwinder over
+ * .eh_frame/.debug_frame, vDSO included) walks a thread's native stack
+ * from its registers, reading memory through a struct mem: normally an
+ * overlay of the stack copy taken while the thread was stopped, so the
+ * thread can be resumed before unwinding. Code with no CFI (LuaJIT trace
+ * mcode, JIT code in anonymous mappings) does not end the walk: the copy
+ * is scanned upwards for a return address into a file-backed module and
+ * the walk restarts there (see sampling.md, "JIT traces"). */
+#ifndef LUASPY_UNWIND_H
+#define LUASPY_UNWIND_H
+
+#include <stdint.h>
+#include <sys/user.h>
+#include "proc_mem.h"
+
+struct symtab;
+
+#define UNWIND_MAX_FRAMES 256
+
+/* DWARF register numbers on x86_64 for native_frame.regs[] */
+enum { UREG_RBX = 0, UREG_RBP, UREG_R12, UREG_R13, UREG_R14, UREG_R15, UREG_NREGS };
+
+#define NF_LEAF      1  /* innermost frame: pc is where it stopped, not a return address */
+#define NF_RESTART   2  /* found by scanning the stack after a frame with no CFI */
+#define NF_NOCFI     4  /* pc has no module / no CFI (JIT code, garbage) */
+
+struct native_frame {
+	uint64_t pc;                 /* leaf: current pc; others: return address */
+	uint64_t sp;                 /* rsp while this frame runs (callee's CFA) */
+	uint64_t regs[UREG_NREGS];   /* callee-saved registers as recovered by CFI */
+	unsigned regs_valid;         /* bit i set when regs[i] is known */
+	unsigned flags;              /* NF_* */
+};
+
+struct native_stack {
+	struct native_frame f[UNWIND_MAX_FRAMES]; /* innermost first */
+	int n;
+	int truncated;               /* the walk ended on an error, not at the outermost frame */
+};
+
+/* Optional predicate for restarts after no-CFI code: is ADDR a plausible
+ * return address to restart at? (e.g. inside the LuaJIT VM). NULL means
+ * any address in a file-backed executable mapping. */
+typedef int (*unwind_restart_fn)(void *arg, uint64_t addr);
+
+struct unwinder;
+
+/* Create an unwinder for the process whose modules S knows. 0 or -LS_E_*. */
+int unwind_open(struct symtab *s, struct unwinder **out);
+void unwind_close(struct unwinder *u);
+
+/* Unwind thread TID from REGS reading memory through M (bounded to
+ * UNWIND_MAX_FRAMES). Fills OUT. Returns frames found (>= 1 when REGS has
+ * a pc) or -LS_E_*. RESTART/ARG: see unwind_restart_fn. */
+int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
+		 struct mem *m, unwind_restart_fn restart, void *arg, struct native_stack *out);
+
+#endif

@@ -1,0 +1,96 @@
+/* vm.h: the interface every Lua VM family implements (vm_luajit*.c,
+ * vm_puc*.c), and the target process they work on.
+ *
+ * Life of a sample for one thread (sampler.c):
+ *   stopped:  registers, copy of the top of the C stack, ops->capture()
+ *   resumed:  native unwind from the copy (unwind.h), ops->walk() turns
+ *             native frames + Lua frames into one merged stack (merge.h)
+ * Walkers read the target only through struct mem and treat everything
+ * they read as untrusted: bounded loops, validated pointers and tags, an
+ * error for the sample instead of a guess. */
+#ifndef LUASPY_VM_H
+#define LUASPY_VM_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/user.h>
+#include "frame.h"
+#include "proc_mem.h"
+#include "unwind.h"
+
+struct symtab;
+struct proc_maps;
+
+/* A process being profiled. */
+struct target {
+	pid_t pid;
+	struct proc_mem mem;            /* live reader (safe while running) */
+	struct symtab *sym;             /* modules and symbols (elf_sym.h) */
+	struct unwinder *unw;           /* native unwinder (unwind.h) */
+	struct vm *vm;                  /* the Lua VM found, or NULL */
+	const struct vm_ops *vm_ops;
+	char cmdline[512];
+};
+
+/* What one sample captured of one thread. */
+struct thread_snap {
+	pid_t tid;
+	char state;                     /* scheduler state when sampled */
+	struct user_regs_struct regs;
+	uint64_t stack_addr;            /* target address of stack[0] (= rsp) */
+	uint8_t *stack;                 /* copy of the top of the C stack */
+	size_t stack_len;
+	struct mem_overlay ov;          /* stack copy over the live reader */
+	struct mem *mem;                /* = &ov.base: read the target through this */
+	struct native_stack native;     /* unwound native frames, innermost first */
+	uint8_t vm_data[512];           /* walker-private data from capture() */
+};
+
+/* What a walk learned beyond the frames. */
+struct walk_info {
+	const char *vmstate;            /* interned: "interpreter", "C", "GC",
+	                                 * "trace exit", "recording", "trace", "idle"... or NULL */
+	int trace;                      /* JIT trace number running, 0 = none */
+	int lua_frames;                 /* Lua frames emitted (0: thread not in Lua) */
+};
+
+struct vm;
+
+struct vm_ops {
+	const char *family;             /* "luajit", "puc" */
+	/* Look for this family's VM in T. Returns 1 and *OUT when found, 0
+	 * when T holds no VM of this family, or -LS_E_UNSUPPORTED (a VM of
+	 * this family in a layout we do not know) with WHY filled (one line,
+	 * what was found). Logs each step with msg_debug(1, ...). */
+	int (*probe)(struct target *t, struct vm **out, char *why, size_t whylen);
+	/* Called while thread TS is stopped, after registers and stack copy:
+	 * copy into TS->vm_data what the walk needs that changes while the
+	 * thread runs (VM state, current L, base, pc...). May be NULL. */
+	int (*capture)(struct vm *vm, struct target *t, struct thread_snap *ts);
+	/* Produce TS's merged stack (innermost first) into OUT, from
+	 * TS->native and the Lua frames. 0 or -LS_E_* (the sample is
+	 * counted as an error). A thread that is not running Lua gets its
+	 * native frames only and INFO->lua_frames = 0. */
+	int (*walk)(struct vm *vm, struct target *t, struct thread_snap *ts,
+		    struct stack *out, struct walk_info *info);
+	/* One-line description: "LuaJIT 2.1 GC64 (upstream, Debian 2022)", "Lua 5.4.4". */
+	const char *(*describe)(struct vm *vm);
+	/* Optional: every coroutine found (dump --all-coroutines); may be NULL.
+	 * Calls FN for each with its status ("running", "suspended", "normal",
+	 * "dead") and its Lua stack. Bounded. Returns count or -LS_E_*. */
+	int (*coroutines)(struct vm *vm, struct target *t,
+			  void (*fn)(void *arg, uint64_t addr, const char *status,
+				     const struct stack *st),
+			  void *arg);
+	void (*close)(struct vm *vm);
+};
+
+extern const struct vm_ops vm_luajit_ops;
+extern const struct vm_ops vm_puc_ops;
+
+/* Probe T with every family. Returns 0 (t->vm set), -LS_E_NOTLUA, or
+ * -LS_E_UNSUPPORTED with WHY filled. */
+int vm_probe(struct target *t, char *why, size_t whylen);
+
+#endif
