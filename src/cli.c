@@ -17,7 +17,7 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY
 };
 
 static const struct option long_opts[] = {
@@ -36,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "vmstate", no_argument, NULL, OPT_VMSTATE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "all-coroutines", no_argument, NULL, OPT_ALL_COROUTINES },
+	{ "native-only", no_argument, NULL, OPT_NATIVE_ONLY },
 	{ "delay", required_argument, NULL, OPT_DELAY },
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "stats", no_argument, NULL, OPT_STATS },
@@ -60,7 +61,7 @@ static int allowed(int c)
 		return R | T;
 	case OPT_DELAY:
 		return T;
-	case OPT_JSON: case OPT_ALL_COROUTINES:
+	case OPT_JSON: case OPT_ALL_COROUTINES: case OPT_NATIVE_ONLY:
 		return D;
 	default:
 		return R | T | D;
@@ -134,6 +135,7 @@ void cli_help(int cmd)
 		      "  -n, --native           include native frames (default)\n"
 		      "      --lua-only         Lua frames only\n"
 		      "      --all-coroutines   also list every coroutine with its status and stack\n"
+		      "      --native-only      native frames only, as eu-stack shows them (no VM lookup)\n"
 		      "Output:\n"
 		      "      --json             one JSON object instead of text\n"
 		      "General:\n"
@@ -281,6 +283,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		case OPT_VMSTATE: o->vmstate = 1; break;
 		case OPT_JSON: o->json = 1; break;
 		case OPT_ALL_COROUTINES: o->all_coroutines = 1; break;
+		case OPT_NATIVE_ONLY: o->native_only = 1; break;
 		case OPT_STATS: o->stats = 1; break;
 		case 'v': o->verbose++; break;
 		case 'h': cli_help(o->cmd); return 1;
@@ -299,6 +302,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
+	if (o->native_only && o->lua_only)
+		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0)

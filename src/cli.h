@@ -28,6 +28,7 @@ struct cli_opts {
 	int vmstate;               /* --vmstate */
 	int json;                  /* dump --json */
 	int all_coroutines;        /* dump --all-coroutines */
+	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
 };

@@ -2,5 +2,5 @@
 #include "cli.h"
 #include "err.h"
 #include "msg.h"
-int cmd_record(struct cli_opts *o) { msg_error("record: not available in this build yet"); return 1; }
+
 int cmd_top(struct cli_opts *o) { msg_error("top: not available in this build yet"); return 1; }

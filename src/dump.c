@@ -56,7 +56,7 @@ int cmd_dump(struct cli_opts *o)
 	struct target *t;
 	int vmrc;
 	char why[512];
-	int rc = target_open(o->pid, &t, &vmrc, why, sizeof why);
+	int rc = target_open(o->pid, !o->native_only, &t, &vmrc, why, sizeof why);
 	if (rc < 0)
 		return msg_err_pid(o->pid, rc);
 	if (vmrc == -LS_E_UNSUPPORTED)

@@ -19,7 +19,7 @@ void sampler_opts_default(struct sampler_opts *o)
 	o->stop_timeout_ns = 50 * 1000000ull;
 }
 
-int target_open(pid_t pid, struct target **out, int *vmrc, char *why, size_t whylen)
+int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen)
 {
 	int rc = proc_check(pid);
 	if (rc < 0)
@@ -40,7 +40,7 @@ int target_open(pid_t pid, struct target **out, int *vmrc, char *why, size_t why
 		target_close(t);
 		return rc;
 	}
-	*vmrc = vm_probe(t, why, whylen);
+	*vmrc = probe_vm ? vm_probe(t, why, whylen) : -LS_E_NOTLUA;
 	*out = t;
 	return 0;
 }
