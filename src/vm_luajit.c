@@ -1100,17 +1100,8 @@ out:
 		if (si.func_start == sg->f[0].addr)
 			continue; /* merge_stacks fuses them */
 		/* start of the native function from its FDE */
-		uint64_t bias = 0, a = nf2->pc - ((nf2->flags & NF_LEAF) ? 0 : 1);
-		Dwfl_Module *mod = symtab_module_at(t->sym, a, NULL, NULL);
-		if (!mod)
-			continue;
-		Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
-		Dwarf_Frame *fr = NULL;
-		Dwarf_Addr st = 0, en = 0;
-		if (cfi && dwarf_cfi_addrframe(cfi, a - bias, &fr) == 0 && fr)
-			dwarf_frame_info(fr, &st, &en, NULL);
-		free(fr);
-		if (!st || st + bias != sg->f[0].addr)
+		uint64_t a = nf2->pc - ((nf2->flags & NF_LEAF) ? 0 : 1);
+		if (lj_fde_start(t, a) != sg->f[0].addr)
 			continue;
 		if (nextra < MAX_SEGS && sg->f[0].name[0] != '[') {
 			struct frame *cfr = &sg->f[0];

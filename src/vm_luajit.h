@@ -163,6 +163,8 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
 int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
 /* Learn library function names of the state G (registry _LOADED). */
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
+/* Function start (FDE initial location) covering target ADDR, or 0. */
+uint64_t lj_fde_start(struct target *t, uint64_t addr);
 /* Short source name as debug.traceback prints it (lj_debug_shortname). */
 void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 
