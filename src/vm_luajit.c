@@ -897,7 +897,7 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 		return 0;
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
 	if (k == 1)
-		return !need_lua;
+		return !need_lua || (need_lua == 2 && in_vm(c->vm, f));
 	if (k != 0)
 		return 0;
 	struct lj_ptinfo *pi;
@@ -931,7 +931,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (nocfi < 0 && !symtab_module_at(t->sym, ns.f[i].pc - (i ? 1 : 0), NULL, NULL))
 			nocfi = i;
 	}
-	int trace_n = 0;
+	int trace_n = 0, synth = 0;
 	uint64_t trace_T = 0, trace_addr = 0;
 	if (nocfi >= 0 && have && s->cur_L) {
 		uint64_t cf = 0;
@@ -952,6 +952,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 					ns.f[nocfi].flags &= ~NF_LEAF;
 					ns.truncated = tmp.truncated;
 					first_vm = nocfi;
+					synth = 1;
 				}
 				trace_addr = ts->native.f[nocfi].pc;
 				if (trace_find(&c, s->g, s->vmstate, trace_addr, &trace_T, &trace_n) < 0) {
@@ -971,6 +972,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	uint64_t seenL[MAX_SEGS];
 	int nseen = 0;
 	int innermost = 1;
+	uint64_t chain_next = 0;
 	for (int i = first_vm; i >= 0 && i < ns.n && nsegs < MAX_SEGS; i++) {
 		if (!in_vm(vm, ns.f[i].pc))
 			continue;
@@ -986,16 +988,31 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			rc = -LS_E_FAULT;
 			break;
 		}
-		uint64_t stack = 0, base = 0;
+		uint64_t stack = 0, base = 0, lcf = 0;
 		memcpy(&stack, hdr + c.ol->L_stack, c.ol->gcref);
 		memcpy(&base, hdr + c.ol->L_base, 8);
+		memcpy(&lcf, hdr + c.ol->L_cframe, 8);
+		/* the cframe this VM frame should be: L->cframe for L's innermost,
+		 * else PREV of the previous one. A VM frame deeper than that is a
+		 * VM entry or exit in progress: it has no Lua frames yet/any more. */
+		uint64_t expect = L != sw.L ? (lcf & ~3ull) : chain_next;
+		if (expect && cf < expect) {
+			segs[nsegs].native_index = i;
+			segs[nsegs].replace = 1;
+			segs[nsegs].f = fb + nf;
+			segs[nsegs].n = 0;
+			nsegs++;
+			continue;
+		}
+		chain_next = 0;
+		if (mem_read_u64(c.m, cf + c.l->cf_prev, &chain_next) == 0)
+			chain_next &= ~3ull;
 		if (L != sw.L) {
 			for (int k = 0; k < nseen; k++)
 				if (seenL[k] == L) {
 					rc = -LS_E_GARBAGE;
 					goto out;
 				}
-			seenL[nseen++] = L;
 			memset(&sw, 0, sizeof sw);
 			sw.L = L;
 			sw.stack = stack;
@@ -1010,16 +1027,32 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			if (innermost && cur && trace_n && s->jit_base) {
 				bases[nb++] = s->jit_base;
 				pcs[np++] = trace_pc(&c, trace_T, trace_addr);
+			} else if (innermost && cur && synth && s->jit_base) {
+				bases[nb++] = s->jit_base;
+				pcs[np++] = 0;
 			} else if (innermost && i == 0) {
+				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
+				 * function or an ASM fast function runs there */
 				uint64_t rdx = ts->regs.rdx, rbx = ts->regs.rbx;
 				if (!c.fr2) {
 					rdx &= 0xffffffffu;
 					rbx &= 0xffffffffu;
 				}
-				bases[nb++] = rdx;
-				pcs[np++] = rbx;
-				bases[nb++] = base;
-				pcs[np++] = savepc;
+				if (base_ok(&c, stack, rdx, rbx, 2)) {
+					sw.f = rdx - 8;
+					sw.pc = rbx;
+				} else {
+					/* VM entry/exit glue: no Lua frame of this cframe
+					 * yet; L's frames start at the next VM frame */
+					segs[nsegs].native_index = i;
+					segs[nsegs].replace = 1;
+					segs[nsegs].f = fb + nf;
+					segs[nsegs].n = 0;
+					nsegs++;
+					memset(&sw, 0, sizeof sw);
+					continue;
+				}
+				nb = np = 0;
 			} else {
 				bases[nb++] = base;
 				if (innermost && cur && s->vmstate == -1 && ts->native.n > 0) {
@@ -1031,7 +1064,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 							  : (ns.f[i].regs[UREG_RBX] & 0xffffffffu);
 				pcs[np++] = savepc;
 			}
-			int found = 0;
+			int found = sw.f != 0;
 			for (int bi = 0; bi < nb && !found; bi++)
 				for (int pi = 0; pi < np && !found; pi++)
 					if (base_ok(&c, stack, bases[bi], pcs[pi], 1)) {
@@ -1039,7 +1072,8 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 						sw.pc = pcs[pi];
 						found = 1;
 					}
-			if (!found && base_ok(&c, stack, base, 0, 0)) {
+			if (!found && !(innermost && cur && (trace_n || synth)) &&
+			    base_ok(&c, stack, base, 0, 0)) {
 				sw.f = base - 8;
 				sw.pc = 0;
 				found = 1;
@@ -1055,6 +1089,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 					break;
 				}
 			}
+			seenL[nseen++] = L;
 		} else {
 			/* continuing L below the previous cframe's segment */
 			uint64_t savepc = 0;

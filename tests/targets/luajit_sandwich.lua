@@ -16,20 +16,31 @@ local function lfib(n)
   return lfib(n - 1) + lfib(n - 2)
 end
 
+-- no tail calls: each via_* keeps its frame
 local function via_module()
-  return cfib.sandwich_c(25)
+  local r = cfib.sandwich_c(25)
+  return r
 end
 
 local function via_ffi()
-  return C.cfib(25)
+  local r = C.cfib(25)
+  return r
 end
 
 local function via_callback()
-  return cfib.sandwich_cb(lfib, 21)
+  local r = cfib.sandwich_cb(lfib, 21)
+  return r
+end
+
+local function via_lua()
+  local r = lfib(21)
+  return r
 end
 
 local t0, n = os.clock(), 0
 while os.clock() - t0 < secs do
-  n = n + via_module() + via_ffi() + via_callback() + lfib(21)
+  for _ = 1, 10 do
+    n = n + via_module() + via_ffi() + via_callback() + via_lua()
+  end
 end
 print("done", n)
