@@ -134,7 +134,7 @@ static int default_restart(const struct proc_maps *maps, uint64_t addr)
 /* Does the last frame sit in code we have no CFI for? */
 static int in_nocfi(struct unwinder *u, uint64_t pc)
 {
-	return dwfl_addrmodule(symtab_dwfl(u->sym), pc) == NULL;
+	return symtab_module_at(u->sym, pc, NULL, NULL) == NULL;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
