@@ -91,6 +91,10 @@ struct ctx {
 
 #define STEP(c) do { if (++(c)->steps > 200000) return -LS_E_GARBAGE; } while (0)
 
+/* Where the last walk failed (for -v -v). */
+static const char *lj_why;
+#define FAIL(e, w) (lj_why = (w), (e))
+
 static int rd_ref(struct ctx *c, uint64_t a, uint64_t *v)
 {
 	return lj_read_ref(c->vm, c->m, a, v);
@@ -148,7 +152,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	if (!pt || (pt & 3) || mem_read(c->m, pt, h, ol->pt_size) < 0)
 		return -LS_E_FAULT;
 	if (h[ol->gct] != 7)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "rd_proto:155");
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
 	memcpy(&sizebc, h + ol->pt_sizebc, 4);
@@ -157,7 +161,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	memcpy(&numline, h + ol->pt_numline, 4);
 	if (sizebc == 0 || sizebc > (1u << 24) || sizept < ol->pt_size + sizebc * 4 ||
 	    sizept > (64u << 20) || firstline < 0 || numline < 0)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "rd_proto:164");
 	uint64_t chunk = 0, lineinfo = 0, uvinfo = 0, varinfo = 0, k = 0;
 	uint32_t sizekgc;
 	memcpy(&chunk, h + ol->pt_chunkname, ol->gcref);
@@ -169,7 +173,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	chunk = lj_gcptr(c->vm, chunk);
 	/* debug info lies inside the proto allocation, or is absent */
 	if (lineinfo && (lineinfo < pt + ol->pt_size || lineinfo >= pt + sizept))
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "rd_proto:176");
 	if (uvinfo && (uvinfo < pt + ol->pt_size || uvinfo >= pt + sizept))
 		uvinfo = 0;
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
@@ -186,7 +190,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	uint8_t sgct;
 	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != 4 ||
 	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "rd_proto:193");
 	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
 	/* only the tail of an '@' name matters past 1023 bytes: read the head */
 	if (mem_read(c->m, chunk + c->l->str_data, src, rl) < 0)
@@ -461,10 +465,17 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 
 /* ---- C function names ---- */
 
-static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f)
+/* Name of C function/builtin FN: by object, else (lua_CFunction only, e.g.
+ * another state's copy) by its C pointer F. */
+static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f, uint8_t ffid)
 {
 	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].fn == fn || (f && vm->names[i].f == f))
+		if (vm->names[i].fn == fn)
+			return &vm->names[i];
+	if (ffid != 1 || !f)
+		return NULL;
+	for (int i = 0; i < vm->nnames; i++)
+		if (vm->names[i].ffid == 1 && vm->names[i].f == f)
 			return &vm->names[i];
 	return NULL;
 }
@@ -506,13 +517,13 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	uint8_t ffid = 0;
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
 	if (k < -1)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "make_frame:513");
 	if (k == -1)
 		return 1; /* dummy frame: nothing to show */
 	if (k == 0) {
 		struct lj_ptinfo *pi;
 		if (rd_proto(c, pt, &pi) < 0)
-			return -LS_E_GARBAGE;
+			return FAIL(-LS_E_GARBAGE, "make_frame:519");
 		fr->kind = FRAME_LUA;
 		fr->file = pi->file;
 		fr->firstline = pi->firstline;
@@ -524,11 +535,11 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 		return 0;
 	}
 	fr->kind = FRAME_C;
-	const struct lj_fname *n = fname_of(c->vm, fn, f);
-	if (n)
-		fr->name = n->name;
-	else if (ffid > 1 && c->vm->ffname[ffid])
+	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
+	if (ffid > 1 && c->vm->ffname[ffid])
 		fr->name = c->vm->ffname[ffid];
+	else if (n)
+		fr->name = n->name;
 	else if (ffid > 1)
 		fr->name = internf("[builtin#%d]", ffid);
 	else
@@ -553,6 +564,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 {
 	int n = 0;
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
+	lj_why = NULL;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -575,7 +587,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		if ((link & 7) == FT_VARG) {
 			uint64_t d = (uint64_t)link & ~7ull;
 			if (d == 0 || d > f - sw->stack)
-				return -LS_E_GARBAGE;
+				return FAIL(-LS_E_GARBAGE, "walk_seg:582");
 			f -= d;
 			if (rd_frame(c, f, &fn, &link) < 0)
 				return -LS_E_FAULT;
@@ -587,7 +599,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			uint64_t pc = (uint64_t)link;
 			uint32_t ins;
 			if (!pc || mem_read_u32(c->m, pc - 4, &ins) < 0)
-				return -LS_E_GARBAGE;
+				return FAIL(-LS_E_GARBAGE, "walk_seg:594");
 			uint64_t a = (ins >> 8) & 0xff;
 			next = f - (1 + c->fr2 + a) * 8;
 			uint64_t cfn;
@@ -623,7 +635,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 				end = 1; /* C and CP: entered through a cframe */
 		}
 		if (next >= f)
-			return -LS_E_GARBAGE;
+			return FAIL(-LS_E_GARBAGE, "walk_seg:630");
 		sw->f = next;
 		if (emitted)
 			n++;
@@ -643,12 +655,12 @@ static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
 	    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0)
 		return -LS_E_FAULT;
 	if (tn <= 0 || (uint32_t)tn >= size || size > 65536)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "trace_obj:650");
 	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "trace_obj:652");
 	uint8_t gct;
 	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != 9)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "trace_obj:655");
 	return 0;
 }
 
@@ -683,7 +695,7 @@ static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uin
 			return 0;
 		}
 	}
-	return -LS_E_GARBAGE;
+	return FAIL(-LS_E_GARBAGE, "trace_find:690");
 }
 
 /* PC of the snapshot covering ADDR in trace T (luajit.md 10.5), or 0. */
@@ -869,12 +881,12 @@ static struct mem *setup_mem(struct vm *vm, struct thread_snap *ts, struct lj_ov
 static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 {
 	if (!cf || (cf & 7))
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "cframe_L:876");
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
 	uint8_t gct;
 	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "cframe_L:881");
 	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
 		return -LS_E_FAULT;
 	for (int i = 0; i < c->vm->ng; i++)
@@ -882,7 +894,7 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 			return 0;
 	if (lj_add_g(c->vm, &c->t->mem.base, *g, "cframe anchor") >= 0)
 		return 0;
-	return -LS_E_GARBAGE;
+	return FAIL(-LS_E_GARBAGE, "cframe_L:889");
 }
 
 /* The pc candidate is inside the bytecode of the Lua function at BASE? */
@@ -977,8 +989,35 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (!in_vm(vm, ns.f[i].pc))
 			continue;
 		uint64_t cf = ns.f[i].sp, L, g;
+		/* The VM calls a few internal subroutines (vm_mod, vm_floor...)
+		 * with `call`: stopped there, rsp is the cframe minus one or two
+		 * return addresses and the VM's CFI (CFA = rsp+80) is off by as
+		 * much. Find the cframe and unwind again from it. */
 		if (cframe_L(&c, cf, &L, &g) < 0) {
-			rc = -LS_E_GARBAGE;
+			for (int d = 8; d <= 24; d += 8) {
+				if (cframe_L(&c, cf + d, &L, &g) < 0)
+					continue;
+				cf += d;
+				struct user_regs_struct r = ts->regs;
+				r.rip = vm->vm_start;
+				r.rsp = cf;
+				static struct native_stack tmp;
+				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
+				if (n2 > 0) {
+					int k = i + 1;
+					for (int j = 1; j < n2 && k < UNWIND_MAX_FRAMES; j++)
+						ns.f[k++] = tmp.f[j];
+					ns.n = k;
+					ns.truncated = tmp.truncated;
+				}
+				ns.f[i].sp = cf;
+				break;
+			}
+		}
+		if (cframe_L(&c, cf, &L, &g) < 0) {
+			msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
+				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
+			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
 			break;
 		}
 		int32_t nres = 0;
@@ -1010,7 +1049,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (L != sw.L) {
 			for (int k = 0; k < nseen; k++)
 				if (seenL[k] == L) {
-					rc = -LS_E_GARBAGE;
+					rc = FAIL(-LS_E_GARBAGE, "lj_walk:1017");
 					goto out;
 				}
 			memset(&sw, 0, sizeof sw);
@@ -1085,7 +1124,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 					sw.f = b - 8;
 					sw.pc = 0;
 				} else {
-					rc = -LS_E_GARBAGE;
+					rc = FAIL(-LS_E_GARBAGE, "lj_walk:1092");
 					break;
 				}
 			}
@@ -1115,6 +1154,9 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		innermost = 0;
 	}
 out:
+	if (rc < 0)
+		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
+			  lj_why ? lj_why : "?");
 	if (rc < 0 && nsegs == 0) {
 		free(fb);
 		return rc;

@@ -8,12 +8,14 @@ check the shapes found (used by tests/luajit-*.test).
 SHAPE is a comma-separated list of frame names, innermost first, that must
 appear as a contiguous run (after collapsing repeats of the same name) in at
 least one dump; a name "a|b" accepts either; "*" accepts one frame of any
-name; "name@LINE" also requires that line. Every dump must satisfy: each Lua
+name; names are shell patterns ("function <*t.lua:3>"); "name@LINE" also
+requires that line. Every dump must satisfy: each Lua
 frame from FILE.lua has its line inside the function's range (`local
 function NAME` / `function NAME` up to its `end` at the same indent), and its
 firstline equals the definition line. Exit 0 ok, 1 failure (reason printed).
 """
 import argparse
+import fnmatch
 import json
 import re
 import subprocess
@@ -54,7 +56,7 @@ def match_at(frames, shape, i):
             return False
         name, line = frames[i + k]
         w, _, wl = want.partition("@")
-        if w != "*" and name not in w.split("|"):
+        if not any(fnmatch.fnmatchcase(name or "", alt) for alt in w.split("|")):
             return False
         if wl and str(line) != wl:
             return False
@@ -71,6 +73,8 @@ def main():
     ap.add_argument("--forbid", action="append", default=[])
     ap.add_argument("--max-errors", type=float, default=5.0)
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--lua-only", action="store_true",
+                    help="match shapes over Lua and C-function frames only")
     ap.add_argument("--all-threads", action="store_true")
     ap.add_argument("--no-lua-ok", action="store_true",
                     help="dumps without Lua frames are fine (idle workers)")
@@ -112,18 +116,23 @@ def main():
                 print(" < ".join("%s:%s" % x if x[1] else x[0] for x in names
                                  if not x[0].startswith("__libc")))
             for f in lua:
-                if base and f.get("file") == base:
-                    nm = f.get("name")
-                    if nm in rng:
-                        lo, hi = rng[nm]
-                        ln = f.get("line", 0)
-                        if not (lo <= ln <= hi) or f.get("firstline") != lo:
-                            bad.append("%s at line %s firstline %s, defined %d-%d"
-                                       % (nm, ln, f.get("firstline"), lo, hi))
+                if base and (f.get("file") or "").endswith(base):
+                    # the function is the one defined at its firstline (a
+                    # tail-called function carries its caller's name)
+                    nm, fl, ln = f.get("name"), f.get("firstline", 0), f.get("line", 0)
+                    byfirst = {lo: (lo, hi) for lo, hi in rng.values()}
+                    if fl in byfirst:
+                        lo, hi = byfirst[fl]
+                        if not (lo <= ln <= hi):
+                            bad.append("%s at line %s, function defined at %d-%d"
+                                       % (nm, ln, lo, hi))
+                    elif nm in rng and not fl:
+                        bad.append("%s without firstline" % nm)
             for f in fr:
                 if f.get("name") in a.forbid:
                     bad.append("forbidden frame %s" % f.get("name"))
-            flat = [(f.get("name"), f.get("line", 0)) for f in fr]
+            flat = [(f.get("name"), f.get("line", 0)) for f in fr
+                    if not a.lua_only or f.get("kind") in ("lua", "c")]
             names_only = collapse([x[0] for x in flat])
             # collapse runs of one name, keeping the outermost frame's line
             runs = []
