@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
+#include "proc_mem.h"
 #include "vm_luajit.h"
 
 static int failures;
@@ -90,11 +91,110 @@ static void test_layout_rows(void)
 	CHECK(lj_obj_gc64.pt_size == 104 && lj_obj_32.pt_size == 64);
 }
 
+/* ---- a synthetic GC64 process image: GG_State, registry, _LOADED ---- */
+
+#define BASE 0x10000u
+static uint8_t img[0x10000];
+#define AT(a) (img + ((a) - BASE))
+static void put64(uint64_t a, uint64_t v) { memcpy(AT(a), &v, 8); }
+static void put32(uint64_t a, uint32_t v) { memcpy(AT(a), &v, 4); }
+static uint64_t tv(int itype, uint64_t p) { return ((uint64_t)(int64_t)itype << 47) | p; }
+static void mkstr(uint64_t a, const char *s)
+{
+	AT(a)[9] = 4;
+	put32(a + 20, (uint32_t)strlen(s));
+	memcpy(AT(a + 24), s, strlen(s) + 1);
+}
+/* one-node table at A with NODE: key string KS, value V */
+static void mktab1(uint64_t a, uint64_t node, uint64_t ks, uint64_t v)
+{
+	AT(a)[9] = 11;
+	put64(a + 40, node);
+	put32(a + 52, 0);
+	put64(node, v);
+	put64(node + 8, tv(-5, ks));
+}
+
+static void test_image(void)
+{
+	const struct lj_layout *lay = NULL;
+	for (int i = 0; i < lj_nlayouts; i++)
+		if (lj_layouts[i].g2disp == 3968 && (lj_layouts[i].flags & LJL_GC64))
+			lay = &lj_layouts[i];
+	CHECK(lay != NULL);
+	if (!lay)
+		return;
+	memset(img, 0, sizeof img);
+	uint64_t L = BASE, g = BASE + 96;
+	AT(L)[9] = 6;
+	AT(L)[10] = 1;
+	put64(L + 16, g);
+	put64(g + lay->g_mainthref, L);
+	AT(g + lay->g_strempty)[9] = 4;
+	put32(g + lay->g_vmstate, 0xffffffffu);
+	put64(g + lay->g_cur_L, L);
+	uint64_t vm_start = 0x400000, vm_end = 0x404000;
+	put64(g + lay->g2disp, vm_start + 0x100);
+	put64(g + lay->g2disp - 8, 5);
+	/* registry -> _LOADED -> string -> format (builtin #77) */
+	uint64_t reg = 0x13000, loaded = 0x13100, strlib = 0x13200, fn = 0x13300;
+	mkstr(0x14000, "_LOADED");
+	mkstr(0x14100, "string");
+	mkstr(0x14200, "format");
+	put64(g + lay->g_registrytv, tv(-12, reg));
+	mktab1(reg, 0x15000, 0x14000, tv(-12, loaded));
+	mktab1(loaded, 0x15100, 0x14100, tv(-12, strlib));
+	mktab1(strlib, 0x15200, 0x14200, tv(-9, fn));
+	AT(fn)[9] = 8;
+	AT(fn)[10] = 77;
+	put64(fn + 40, 0x7000000);
+
+	struct mem_region r = { BASE, img, sizeof img };
+	struct mem_image mi;
+	mem_image_init(&mi, &r, 1);
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->lay = lay;
+	vm->ol = &lj_obj_gc64;
+	vm->vm_start = vm_start;
+	vm->vm_end = vm_end;
+	CHECK(lj_check_g(vm, &mi.base, g) == 0);
+	CHECK(lj_add_g(vm, &mi.base, g, "test") == 0 && vm->ng == 1);
+	CHECK(vm->ffname[77] && strcmp(vm->ffname[77], "string.format") == 0);
+	CHECK(vm->nnames == 1 && vm->names[0].f == 0x7000000);
+	/* each invariant rejects a broken state */
+	put64(g + lay->g_mainthref, L + 8);
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put64(g + lay->g_mainthref, L);
+	put32(g + lay->g_vmstate, 0xfffffff0u); /* vmstate -16 */
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put32(g + lay->g_vmstate, 3); /* trace 3 is fine */
+	CHECK(lj_check_g(vm, &mi.base, g) == 0);
+	put64(g + lay->g2disp - 8, vm_start + 8); /* no dispatch boundary */
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put64(g + lay->g2disp - 8, 5);
+	put64(g + lay->g_cur_L, 0x14000); /* cur_L is a string */
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put64(g + lay->g_cur_L, L);
+	AT(g + lay->g_strempty)[9] = 5;
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	AT(g + lay->g_strempty)[9] = 4;
+	CHECK(lj_check_g(vm, &mi.base, g + 8) < 0);
+	CHECK(lj_check_g(vm, &mi.base, 0x99990000) < 0); /* unmapped */
+	/* a table whose hash mask is absurd is refused, not iterated */
+	put32(loaded + 52, 0x7fffffff);
+	struct vm *vm2 = calloc(1, sizeof *vm2);
+	*vm2 = (struct vm){ .lay = lay, .ol = &lj_obj_gc64, .vm_start = vm_start, .vm_end = vm_end };
+	CHECK(lj_learn_names(vm2, &mi.base, g) == 0 && vm2->nnames == 0);
+	free(vm);
+	free(vm2);
+}
+
 int main(void)
 {
 	test_code_derive();
 	test_shortsrc();
 	test_layout_rows();
+	test_image();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
