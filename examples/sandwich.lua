@@ -3,7 +3,7 @@
 -- Loads the C module built next to this file by `make example`.
 local dir = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$") or "."
 package.cpath = dir .. "/?.so;" .. package.cpath
-local sandwich = require("sandwich")
+local csandwich = require("csandwich")
 
 local function lua_fib(n)
   if n < 2 then return n end
@@ -11,11 +11,11 @@ local function lua_fib(n)
 end
 
 local function callback(i)
-  return sandwich.fib(18) + i        -- C, called from Lua, called from C
+  return csandwich.fib(18) + i        -- C, called from Lua, called from C
 end
 
 local function c_side()
-  return sandwich.fib(24)            -- recursive Fibonacci in C
+  return csandwich.fib(24)            -- recursive Fibonacci in C
 end
 
 local function lua_side()
@@ -23,7 +23,7 @@ local function lua_side()
 end
 
 local function callbacks()
-  return sandwich.each(20, callback) -- C calls back into Lua
+  return csandwich.each(20, callback) -- C calls back into Lua
 end
 
 local seconds = tonumber(arg and arg[1]) or 10
