@@ -462,6 +462,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				max_lag = lag;
 		}
 		next += period;
+		int first = s->st.ticks == 0;
 		/* one tick: every target's threads */
 		s->st.ticks++;
 		s->st.threads = 0;
@@ -483,6 +484,8 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				alive++;
 		}
 		s->st.targets = lua;
+		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
+			next = time_now_ns() + period;
 		ptrace_reap_pending();
 		check_child(s);
 		if (s->child && s->child_reaped)
