@@ -63,6 +63,9 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 {
 	memset(st, 0, sizeof *st);
 	st->tid = tid;
+	for (int i = 0; i < npending; i++)
+		if (pending[i] == tid)
+			return -LS_E_BUSY; /* still seized from a stop that timed out */
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		if (errno == EPERM)
 			return -LS_E_PERM;

@@ -84,9 +84,13 @@ static void check_child(struct session *s)
 		s->child_reaped = 1;
 		return;
 	}
-	pid_t r = waitpid(s->child, &status, WNOHANG);
-	if (r == s->child) {
-		s->child_status = status;
+	/* waitid with WEXITED only: a traced child's ptrace stops must not be
+	 * mistaken for its exit (they belong to proc_ptrace.c) */
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	if (waitid(P_PID, (id_t)s->child, &si, WEXITED | WNOHANG) == 0 && si.si_pid == s->child) {
+		s->child_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+							   : (si.si_status & 0x7f);
 		s->child_reaped = 1;
 	}
 }
