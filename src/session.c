@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,15 +85,23 @@ static void check_child(struct session *s)
 		s->child_reaped = 1;
 		return;
 	}
-	/* waitid with WEXITED only: a traced child's ptrace stops must not be
-	 * mistaken for its exit (they belong to proc_ptrace.c) */
-	siginfo_t si;
-	memset(&si, 0, sizeof si);
-	if (waitid(P_PID, (id_t)s->child, &si, WEXITED | WNOHANG) == 0 && si.si_pid == s->child) {
-		s->child_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
-							   : (si.si_status & 0x7f);
-		s->child_reaped = 1;
+	/* The child's main thread may still be seized from a stop that timed
+	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours. */
+	ptrace_reap_pending();
+	if (ptrace_is_pending(s->child))
+		return;
+	pid_t r = waitpid(s->child, &status, WNOHANG | __WALL);
+	if (r != s->child)
+		return;
+	if (WIFSTOPPED(status)) {
+		/* a stray ptrace stop (never expected: we are detached between
+		 * samples); let it go with its signal */
+		int event = (unsigned)status >> 16;
+		ptrace(PTRACE_DETACH, s->child, 0, (void *)(long)(event ? 0 : WSTOPSIG(status)));
+		return;
 	}
+	s->child_status = status;
+	s->child_reaped = 1;
 }
 
 static int child_exit_code(int status)
