@@ -230,8 +230,10 @@ static uint64_t pt_bc(struct ctx *c, uint64_t pt)
 static int64_t pt_pos(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint64_t pc)
 {
 	uint64_t bc = pt_bc(c, pt);
-	if (pc < bc + 4 || (pc & 3))
+	if (pc < bc || (pc & 3))
 		return -1;
+	if (pc == bc)
+		return 0; /* function entry, before FUNCF was dispatched */
 	int64_t pos = (int64_t)((pc - bc) / 4) - 1;
 	if (pos > (int64_t)pi->sizebc) {
 		return -1;
@@ -915,6 +917,8 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 	struct lj_ptinfo *pi;
 	if (rd_proto(c, pt, &pi) < 0)
 		return 0;
+	if (need_lua == 3)
+		return 1; /* a Lua function's frame, PC unknown */
 	int64_t pos = pt_pos(c, pt, pi, pc);
 	return pos >= 0 && pos < (int64_t)pi->sizebc;
 }
@@ -994,10 +998,19 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		 * return addresses and the VM's CFI (CFA = rsp+80) is off by as
 		 * much. Find the cframe and unwind again from it. */
 		if (cframe_L(&c, cf, &L, &g) < 0) {
-			for (int d = 8; d <= 24; d += 8) {
-				if (cframe_L(&c, cf + d, &L, &g) < 0)
+			/* ... and in the trace exit handler (registers pushed below
+			 * the cframe) the innermost cframe is cur_L's */
+			uint64_t ccf = 0;
+			if (innermost && have && s->cur_L &&
+			    mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &ccf) == 0)
+				ccf &= ~3ull;
+			for (int d = 8; d <= 32; d += 8) {
+				uint64_t try = d <= 24 ? cf + d : ccf;
+				if (d == 32 && (!ccf || ccf <= cf || ccf - cf > 8192))
 					continue;
-				cf += d;
+				if (cframe_L(&c, try, &L, &g) < 0)
+					continue;
+				cf = try;
 				struct user_regs_struct r = ts->regs;
 				r.rip = vm->vm_start;
 				r.rsp = cf;
@@ -1080,6 +1093,10 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 				if (base_ok(&c, stack, rdx, rbx, 2)) {
 					sw.f = rdx - 8;
 					sw.pc = rbx;
+				} else if (base_ok(&c, stack, rdx, 0, 3)) {
+					/* call/return sequence: BASE set, PC not yet */
+					sw.f = rdx - 8;
+					sw.pc = 0;
 				} else {
 					/* VM entry/exit glue: no Lua frame of this cframe
 					 * yet; L's frames start at the next VM frame */
@@ -1151,6 +1168,11 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		segs[nsegs].n = n;
 		nsegs++;
 		nf += n;
+		if (innermost) {
+			struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
+			if (tb)
+				tb->g = g;
+		}
 		innermost = 0;
 	}
 out:

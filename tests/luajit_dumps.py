@@ -67,7 +67,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--luaspy", default="./luaspy")
     ap.add_argument("--pid", required=True)
-    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--count", type=int, default=20,
+                    help="dumps to take (with --expect: at most, stopping once every shape was seen)")
+    ap.add_argument("--min-count", type=int, default=20)
     ap.add_argument("--script")
     ap.add_argument("--expect", action="append", default=[])
     ap.add_argument("--forbid", action="append", default=[])
@@ -87,7 +89,11 @@ def main():
     errors = 0
     with_lua = 0
     bad = []
+    taken = 0
     for n in range(a.count):
+        if a.expect and n >= a.min_count and all(found.values()):
+            break
+        taken += 1
         p = subprocess.run([a.luaspy, "dump", "--pid", str(a.pid), "--json"],
                            capture_output=True, text=True)
         if p.returncode != 0:
@@ -147,7 +153,7 @@ def main():
                     found[s] += 1
         if not a.all_threads:
             pass
-    total = a.count
+    total = taken
     pct = 100.0 * errors / max(total, 1)
     print("dumps %d, errors %d (%.1f%%), with Lua frames %d" % (total, errors, pct, with_lua))
     for s, c in found.items():
