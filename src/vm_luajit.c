@@ -799,18 +799,31 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	uint64_t g = 0;
 	struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 1);
 	tb->age = ++vm->clock;
-	if (in_vm(vm, ts->regs.rip) && ts->regs.r14 > vm->lay->g2disp) {
+	/* DISPATCH (r14) = g + G2DISP in VM code, and on traces with GC64 */
+	if (ts->regs.r14 > vm->lay->g2disp) {
 		uint64_t cand = ts->regs.r14 - vm->lay->g2disp;
 		for (int i = 0; i < vm->ng; i++)
 			if (vm->g[i] == cand)
 				g = cand;
-		if (!g && lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
+		if (!g && in_vm(vm, ts->regs.rip) &&
+		    lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
 			g = cand;
 	}
 	if (!g && tb->g)
 		g = tb->g;
 	if (!g && vm->ng == 1)
 		g = vm->g[0];
+	/* several states: the one whose running thread's cframe is on this
+	 * thread's stack */
+	for (int i = 0; !g && i < vm->ng; i++) {
+		uint64_t cl = 0, cf = 0;
+		if (lj_read_ref(vm, m, vm->g[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
+			continue;
+		cf &= ~3ull;
+		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
+			g = vm->g[i];
+	}
 	if (!g)
 		return 0;
 	tb->g = g;
