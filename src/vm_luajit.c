@@ -1246,6 +1246,42 @@ out:
 
 /* ---- coroutines ---- */
 
+/* All Lua frames of thread L from BASE down (no native stack: cframe
+ * boundaries are crossed without PCs for the frames below them). */
+static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t base,
+			 struct frame *out, int max)
+{
+	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
+		return -LS_E_GARBAGE;
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0 };
+	int n = 0;
+	for (int seg = 0; seg < 256 && n < max && !sw.bottom; seg++) {
+		uint64_t before = sw.f;
+		int k = walk_seg(c, &sw, out + n, max - n, 0);
+		if (k < 0)
+			return n ? n : k;
+		n += k;
+		if (sw.f == before)
+			break;
+		sw.pc = 0;
+	}
+	return n;
+}
+
+int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max)
+{
+	struct ctx c = { vm, NULL, vm->lay, vm->ol, m, !!(vm->lay->flags & LJL_GC64), 0 };
+	uint8_t h[128];
+	if (mem_read(m, L, h, vm->ol->L_stacksize + 4) < 0)
+		return -LS_E_FAULT;
+	if (h[vm->ol->gct] != 6)
+		return -LS_E_GARBAGE;
+	uint64_t stack = 0, base = 0;
+	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
+	memcpy(&base, h + vm->ol->L_base, 8);
+	return thread_frames(&c, L, lj_gcptr(vm, stack), base, out, max);
+}
+
 static int lj_coroutines(struct vm *vm, struct target *t,
 			 void (*fn)(void *arg, uint64_t addr, const char *status,
 				    const struct stack *st),
@@ -1291,19 +1327,9 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 					else
 						sts = "suspended";
 					stack_clear(&st);
-					struct segwalk sw = { o, stack, base - 8, 0, 0, 0 };
-					/* suspended: the top frame is coroutine.yield; walk
-					 * through every cframe boundary */
-					int n = 0;
-					for (int seg = 0; seg < 64 && n < MAX_LFRAMES && !sw.bottom; seg++) {
-						int k = walk_seg(&c, &sw, fb + n, MAX_LFRAMES - n, 0);
-						if (k <= 0 && !sw.bottom && k < 0)
-							break;
-						n += k;
-						if (k == 0 && !sw.bottom)
-							break;
-						sw.pc = 0;
-					}
+					int n = thread_frames(&c, o, stack, base, fb, MAX_LFRAMES);
+					if (n < 0)
+						n = 0;
 					for (int k = 0; k < n; k++)
 						stack_push(&st, &fb[k]);
 					if (n > 0 || o == g - c.l->sizeof_L) {

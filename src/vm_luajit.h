@@ -168,6 +168,10 @@ uint64_t lj_fde_start(struct target *t, uint64_t addr);
 /* Short source name as debug.traceback prints it (lj_debug_shortname). */
 void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 
+/* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
+ * first, without native stack (coroutines, tests). Count or -LS_E_*. */
+int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
+
 /* small helpers shared by the walker */
 static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)
 {

@@ -189,12 +189,108 @@ static void test_image(void)
 	free(vm2);
 }
 
+/* A GC64 Lua stack: main chunk (@t.lua) calls global f; frames, names,
+ * lines; then the same image with random stack slots and proto fields
+ * must give an error or frames, never a crash or a hang. */
+static void test_stack_walk(void)
+{
+	const struct lj_layout *lay = &lj_layouts[0];
+	memset(img, 0, sizeof img);
+	uint64_t L = 0x10000, stack = 0x11000, fn0 = 0x12000, fn1 = 0x12100;
+	uint64_t pt0 = 0x13000, pt1 = 0x14000;
+	AT(L)[9] = 6;
+	put64(L + 16, L + 96);
+	put64(L + 56, stack);
+	put32(L + 88, 40);
+	/* protos: header, bytecode, lineinfo; pt0 has one GC constant "f" */
+	mkstr(0x15000, "@t.lua");
+	mkstr(0x15100, "f");
+	uint64_t pts[2] = { pt0, pt1 };
+	for (int i = 0; i < 2; i++) {
+		uint64_t pt = pts[i];
+		AT(pt)[9] = 7;
+		put32(pt + 12, 4);                /* sizebc */
+		put32(pt + 56, 104 + 16 + 8 + 8); /* sizept */
+		put64(pt + 64, 0x15000);          /* chunkname */
+		put32(pt + 72, i ? 3 : 0);        /* firstline */
+		put32(pt + 76, i ? 2 : 9);        /* numline */
+		put64(pt + 80, pt + 104 + 16);    /* lineinfo */
+		put64(pt + 32, pt + 104 + 16 + 8);/* k: GC constants below it */
+		put32(pt + 48, 1);                /* sizekgc */
+		uint8_t li[4] = { 0, 1, 1, 2 };
+		memcpy(AT(pt + 104 + 16), li, 4);
+	}
+	put64(pt0 + 104 + 16, 0x15100); /* kgc[-1] = "f" (k - 8) */
+	put64(pt0 + 104 + 16 + 8 - 8, 0x15100);
+	put64(pt0 + 80, pt0 + 104 + 16 + 8); /* lineinfo after k */
+	uint8_t li0[4] = { 0, 5, 5, 6 };
+	memcpy(AT(pt0 + 104 + 16 + 8), li0, 4);
+	put32(pt0 + 56, 104 + 16 + 8 + 8);
+	/* main chunk: FUNCV; GGET 0 "f"; CALL 0 1 1; RET0 */
+	uint32_t bc0[4] = { 92, 54 | (0 << 8) | (0u << 16), 66 | (0 << 8) | (1u << 16) | (1u << 24), 75 };
+	memcpy(AT(pt0 + 104), bc0, 16);
+	uint32_t bc1[4] = { 89, 0, 0, 75 };
+	memcpy(AT(pt1 + 104), bc1, 16);
+	AT(fn0)[9] = 8;
+	put64(fn0 + 32, pt0 + 104);
+	AT(fn1)[9] = 8;
+	put64(fn1 + 32, pt1 + 104);
+	/* stack: [0] L, [1] nil, [2] fn0, [3] CP link, [4] fn1, [5] PC after CALL */
+	put64(stack, tv(-7, L));
+	put64(stack + 8, ~0ull);
+	put64(stack + 16, tv(-9, fn0));
+	put64(stack + 24, 16 | 5);
+	put64(stack + 32, tv(-9, fn1));
+	put64(stack + 40, pt0 + 104 + 12);
+	put64(L + 32, stack + 48); /* base */
+	put64(L + 40, stack + 48); /* top */
+
+	struct mem_region r = { BASE, img, sizeof img };
+	struct mem_image mi;
+	mem_image_init(&mi, &r, 1);
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->lay = lay;
+	vm->ol = &lj_obj_gc64;
+	struct frame fr[16];
+	int n = lj_thread_frames(vm, &mi.base, L, fr, 16);
+	CHECK(n == 2);
+	if (n == 2) {
+		CHECK(fr[0].kind == FRAME_LUA && strcmp(fr[0].name, "f") == 0 && fr[0].firstline == 3);
+		CHECK(strcmp(fr[0].file, "t.lua") == 0);
+		CHECK(strcmp(fr[1].name, "main chunk") == 0 && fr[1].line == 5);
+	}
+	/* a link pointing up the stack is refused, not followed */
+	put64(stack + 24, (uint64_t)-16 | 5);
+	CHECK(lj_thread_frames(vm, &mi.base, L, fr, 16) <= 1);
+	/* fuzz: random slots and proto fields */
+	static uint8_t saved[sizeof img];
+	memcpy(saved, img, sizeof img);
+	srand(1);
+	for (int it = 0; it < 20000; it++) {
+		memcpy(img, saved, sizeof img);
+		int k = 1 + rand() % 6;
+		for (int j = 0; j < k; j++) {
+			uint64_t targets[] = { stack + 8 * (rand() % 8), pt0 + 8 * (rand() % 16),
+					       pt1 + 8 * (rand() % 16), L + 8 * (rand() % 12) };
+			uint64_t a = targets[rand() % 4];
+			uint64_t v = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 3) ^ (uint64_t)rand();
+			if (rand() % 3 == 0)
+				v = BASE + (uint64_t)(rand() % (int)sizeof img);
+			put64(a, v);
+		}
+		n = lj_thread_frames(vm, &mi.base, L, fr, 16);
+		CHECK(n <= 16);
+	}
+	free(vm);
+}
+
 int main(void)
 {
 	test_code_derive();
 	test_shortsrc();
 	test_layout_rows();
 	test_image();
+	test_stack_walk();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
