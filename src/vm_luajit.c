@@ -546,6 +546,8 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 		fr->name = internf("[builtin#%d]", ffid);
 	else
 		fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+	if (!n && !(ffid > 1 && c->vm->ffname[ffid]))
+		c->vm->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
 	fr->addr = in_vm(c->vm, f) ? 0 : f;
 	return 0;
@@ -1232,6 +1234,14 @@ out:
 	int lua = 0;
 	for (int k = 0; k < nsegs; k++)
 		lua += segs[k].n;
+	/* modules required after the probe: learn their names again, rarely */
+	vm->walks++;
+	if (vm->name_miss && vm->walks - vm->relearn_at >= (vm->relearn_at ? 500u : 20u)) {
+		vm->relearn_at = vm->walks;
+		vm->name_miss = 0;
+		for (int k = 0; k < vm->ng; k++)
+			lj_learn_names(vm, &t->mem.base, vm->g[k]);
+	}
 	int mr = merge_stacks(t->sym, &ns, segs, nsegs, out);
 	free(fb);
 	if (mr < 0)

@@ -140,6 +140,9 @@ struct vm {
 	struct lj_ptinfo pt[LJ_PT_CACHE];
 	struct lj_tidbuf tb[LJ_TID_CACHE];
 	unsigned clock;
+	unsigned walks;              /* walks done */
+	unsigned relearn_at;         /* walk count of the last name refresh */
+	int name_miss;               /* a C function had no name: refresh later */
 	char desc[160];
 	const char *how;             /* how the states were found */
 };
