@@ -542,10 +542,17 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 		fr->name = c->vm->ffname[ffid];
 	else if (n)
 		fr->name = n->name;
-	else if (ffid > 1)
-		fr->name = internf("[builtin#%d]", ffid);
-	else
-		fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+	else {
+		/* no Lua name: the C symbol, when the module has one */
+		struct sym_info si;
+		if (c->t && !in_vm(c->vm, f) && symtab_lookup(c->t->sym, f, 0, &si) == 0 &&
+		    si.func_start == f)
+			fr->name = si.name;
+		else if (ffid > 1)
+			fr->name = internf("[builtin#%d]", ffid);
+		else
+			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+	}
 	if (!n && !(ffid > 1 && c->vm->ffname[ffid]))
 		c->vm->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
@@ -1247,9 +1254,11 @@ out:
 	if (mr < 0)
 		return mr;
 	info->lua_frames = lua;
+	/* g->vmstate: a trace number, or a state (GC, trace exit...) that
+	 * may also have been entered from a trace (info->trace says which) */
 	if (have && nsegs > 0)
-		info->vmstate = intern(vmstate_name(trace_n ? 1 : s->vmstate));
-	if (lua && !trace_n && s->vmstate > 0 && have)
+		info->vmstate = intern(vmstate_name(s->vmstate));
+	else if (trace_n)
 		info->vmstate = intern("trace");
 	return rc < 0 && lua == 0 ? rc : 0;
 }
