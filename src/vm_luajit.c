@@ -589,8 +589,13 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			return -LS_E_FAULT;
 		struct frame fr;
 		int rc = make_frame(c, fn, sw->pc, &fr);
-		if (rc < 0)
+		if (rc < 0) {
+			msg_debug(3, "luajit: L 0x%llx frame slot 0x%llx (stack+%llu): function 0x%llx link 0x%llx, %d frames above",
+				  (unsigned long long)sw->L, (unsigned long long)f,
+				  (unsigned long long)(f - sw->stack), (unsigned long long)fn,
+				  (unsigned long long)link, n);
 			return rc;
+		}
 		int emitted = rc == 0;
 		if (emitted)
 			out[n] = fr;
@@ -1050,6 +1055,12 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			}
 		}
 		if (cframe_L(&c, cf, &L, &g) < 0) {
+			msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d",
+				  have ? s->vmstate : 99, ns.n, first_vm, nocfi, synth, trace_n);
+			for (int j = 0; j < ns.n && j < 8 && msg_verbose >= 3; j++)
+				msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
+					  (unsigned long long)ns.f[j].pc, (unsigned long long)ns.f[j].sp,
+					  in_vm(vm, ns.f[j].pc) ? " VM" : "", ns.f[j].flags);
 			msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
 				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
 			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
@@ -1081,91 +1092,92 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		chain_next = 0;
 		if (mem_read_u64(c.m, cf + c.l->cf_prev, &chain_next) == 0)
 			chain_next &= ~3ull;
+		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
 		if (L != sw.L) {
 			for (int k = 0; k < nseen; k++)
 				if (seenL[k] == L) {
-					rc = FAIL(-LS_E_GARBAGE, "lj_walk:1017");
+					rc = FAIL(-LS_E_GARBAGE, "thread met twice");
 					goto out;
 				}
 			memset(&sw, 0, sizeof sw);
 			sw.L = L;
 			sw.stack = stack;
-			/* top frame of L */
+			/* top frame of L: candidate (BASE, PC, check) triples, the
+			 * first whose frames walk cleanly down to the cframe wins */
 			uint64_t savepc = 0;
 			rd_ref(&c, cf + c.l->cf_pc, &savepc);
 			if (savepc == L)
 				savepc = 0;
-			uint64_t pcs[3] = { 0, 0, 0 }, bases[3] = { 0, 0, 0 };
-			int nb = 0, np = 0;
+			struct { uint64_t base, pc; int mode; } cand[12];
+			int nc = 0;
+#define CAND(b_, p_, m_) do { if (nc < 12) { cand[nc].base = (b_); cand[nc].pc = (p_); cand[nc].mode = (m_); nc++; } } while (0)
 			int cur = have && L == s->cur_L;
-			if (innermost && cur && trace_n && s->jit_base) {
-				bases[nb++] = s->jit_base;
-				pcs[np++] = trace_pc(&c, trace_T, trace_addr);
-			} else if (innermost && cur && synth && s->jit_base) {
-				bases[nb++] = s->jit_base;
-				pcs[np++] = 0;
+			uint64_t mask = c.fr2 ? ~0ull : 0xffffffffull;
+			uint64_t rdx = ts->regs.rdx & mask, rbx = ts->regs.rbx & mask;
+			int glue = 0;
+			if (innermost && cur && (trace_n || synth)) {
+				/* on a trace: BASE is rdx while in mcode (it moves
+				 * when the trace returns below its start), else the
+				 * BASE the trace was entered with */
+				uint64_t tpc = trace_n ? trace_pc(&c, trace_T, trace_addr) : 0;
+				if (nocfi == 0) {
+					CAND(rdx, tpc, 1);
+					CAND(rdx, 0, 3);
+				}
+				if (s->jit_base) {
+					CAND(s->jit_base, tpc, 1);
+					CAND(s->jit_base, 0, 3);
+				}
 			} else if (innermost && i == 0) {
 				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
-				 * function or an ASM fast function runs there */
-				uint64_t rdx = ts->regs.rdx, rbx = ts->regs.rbx;
-				if (!c.fr2) {
-					rdx &= 0xffffffffu;
-					rbx &= 0xffffffffu;
+				 * function or an ASM fast function runs there; at a
+				 * call/return BASE is set before PC */
+				CAND(rdx, rbx, 2);
+				CAND(rdx, 0, 3);
+				glue = 1;
+			} else {
+				uint64_t vrbx = (ns.f[i].regs_valid & (1u << UREG_RBX)) ? ns.f[i].regs[UREG_RBX] & mask : 0;
+				CAND(base, vrbx, 1);
+				CAND(base, savepc, 1);
+				if (innermost && cur && s->vmstate == -1) {
+					CAND(rdx, vrbx, 1);
+					CAND(rdx, savepc, 1);
 				}
-				if (base_ok(&c, stack, rdx, rbx, 2)) {
-					sw.f = rdx - 8;
-					sw.pc = rbx;
-				} else if (base_ok(&c, stack, rdx, 0, 3)) {
-					/* call/return sequence: BASE set, PC not yet */
-					sw.f = rdx - 8;
-					sw.pc = 0;
-				} else {
-					/* VM entry/exit glue: no Lua frame of this cframe
-					 * yet; L's frames start at the next VM frame */
-					segs[nsegs].native_index = i;
-					segs[nsegs].replace = 1;
-					segs[nsegs].f = fb + nf;
-					segs[nsegs].n = 0;
-					nsegs++;
-					memset(&sw, 0, sizeof sw);
+				CAND(base, 0, 0);
+				CAND(base, 0, 3);
+			}
+#undef CAND
+			int found = 0;
+			for (int k = 0; k < nc && !found; k++) {
+				if (!base_ok(&c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+					continue;
+				struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+				int steps = c.steps;
+				if (walk_seg(&c, &t2, fb + nf, MAX_LFRAMES - nf, floor) < 0) {
+					c.steps = steps;
 					continue;
 				}
-				nb = np = 0;
-			} else {
-				bases[nb++] = base;
-				if (innermost && cur && s->vmstate == -1 && ts->native.n > 0) {
-					uint64_t rdx = ts->regs.rdx;
-					bases[nb++] = c.fr2 ? rdx : (rdx & 0xffffffffu);
-				}
-				if (ns.f[i].regs_valid & (1u << UREG_RBX))
-					pcs[np++] = c.fr2 ? ns.f[i].regs[UREG_RBX]
-							  : (ns.f[i].regs[UREG_RBX] & 0xffffffffu);
-				pcs[np++] = savepc;
-			}
-			int found = sw.f != 0;
-			for (int bi = 0; bi < nb && !found; bi++)
-				for (int pi = 0; pi < np && !found; pi++)
-					if (base_ok(&c, stack, bases[bi], pcs[pi], 1)) {
-						sw.f = bases[bi] - 8;
-						sw.pc = pcs[pi];
-						found = 1;
-					}
-			if (!found && !(innermost && cur && (trace_n || synth)) &&
-			    base_ok(&c, stack, base, 0, 0)) {
-				sw.f = base - 8;
-				sw.pc = 0;
+				memset(&sw, 0, sizeof sw);
+				sw.L = L;
+				sw.stack = stack;
+				sw.f = cand[k].base - 8;
+				sw.pc = cand[k].pc;
 				found = 1;
 			}
+			if (!found && glue) {
+				/* VM entry/exit glue: no Lua frame of this cframe
+				 * yet; L's frames start at the next VM frame */
+				segs[nsegs].native_index = i;
+				segs[nsegs].replace = 1;
+				segs[nsegs].f = fb + nf;
+				segs[nsegs].n = 0;
+				nsegs++;
+				memset(&sw, 0, sizeof sw);
+				continue;
+			}
 			if (!found) {
-				/* jit_base/L->base with an unknown PC: frames, no top line */
-				uint64_t b = (innermost && cur && trace_n && s->jit_base) ? s->jit_base : base;
-				if (b > stack && b - stack < (64u << 20) && !(b & 7)) {
-					sw.f = b - 8;
-					sw.pc = 0;
-				} else {
-					rc = FAIL(-LS_E_GARBAGE, "lj_walk:1092");
-					break;
-				}
+				rc = FAIL(-LS_E_GARBAGE, "no consistent top frame");
+				break;
 			}
 			seenL[nseen++] = L;
 		} else {
@@ -1174,7 +1186,6 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			rd_ref(&c, cf + c.l->cf_pc, &savepc);
 			sw.pc = savepc == L ? 0 : savepc;
 		}
-		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
 		int n = walk_seg(&c, &sw, fb + nf, MAX_LFRAMES - nf, floor);
 		if (n < 0) {
 			rc = n;
@@ -1260,7 +1271,8 @@ out:
 		info->vmstate = intern(vmstate_name(s->vmstate));
 	else if (trace_n)
 		info->vmstate = intern("trace");
-	return rc < 0 && lua == 0 ? rc : 0;
+	/* a walk that failed half-way is an error sample, not a short stack */
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- coroutines ---- */
