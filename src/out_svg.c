@@ -383,8 +383,7 @@ static const char svg_script[] =
 "});\n"
 "})();\n";
 
-static void put_subtitle(FILE *f, const struct profile_meta *m, uint64_t total,
-			 size_t drawn_stacks)
+static void put_subtitle(FILE *f, const struct profile_meta *m, uint64_t total)
 {
 	char buf[OUT_LABEL_MAX];
 	fprintf(f, "%" PRIu64 " sample%s", total, total == 1 ? "" : "s");
@@ -406,7 +405,6 @@ static void put_subtitle(FILE *f, const struct profile_meta *m, uint64_t total,
 		fputs(", ", f);
 		out_put_xml(f, out_clean(m->runtime, buf, sizeof buf, 0));
 	}
-	(void)drawn_stacks;
 }
 
 int out_svg_write(const struct profile *p, FILE *f)
@@ -464,7 +462,7 @@ int out_svg_write(const struct profile *p, FILE *f)
 	}
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" "
 		"text-anchor=\"middle\">", SVG_WIDTH / 2);
-	put_subtitle(f, m, s.total, o.nstacks);
+	put_subtitle(f, m, s.total);
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"24\" "
 		"style=\"display:none\">Reset Zoom</text>\n", SVG_XPAD);

@@ -117,7 +117,7 @@ __attribute__((unused)) static int fixture_demo(struct profile *p)
 	m->title = "luajit examples/server.lua --port 8080";
 	m->pid = 4242;
 	m->rate_hz = 99;
-	m->duration_ns = 30300000000ull;
+	m->duration_ns = 40400000000ull;  /* 4000 samples at 99 Hz */
 	m->runtime = "LuaJIT 2.1.1700008891 GC64";
 	struct frame base[] = {
 		fx_frame(FRAME_ROOT, "process 4242", NULL, NULL, 0, 0, 0, 0),
