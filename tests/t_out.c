@@ -445,6 +445,61 @@ static void test_pprof(void)
 	profile_free(p);
 }
 
+/* No control characters but '\n' (and '\t' nowhere) in generated text. */
+static int no_controls(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if ((c < 0x20 && c != '\n') || c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+static void test_random_names(void)
+{
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		struct profile *p = profile_new();
+		CHECK(fixture_random(p, seed) == 0, "fixture");
+		size_t len;
+		int rc;
+		char *s = render(out_svg_write, p, &len, &rc);
+		CHECK(rc == 0 && s && utf8_valid(s, len) && no_controls(s, len),
+		      "seed %llu: SVG text clean", (unsigned long long)seed);
+		CHECK(s && count_substr(s, len, "]]>") == 1 && count_substr(s, len, "<script") == 1,
+		      "seed %llu: SVG script intact", (unsigned long long)seed);
+		free(s);
+		s = render(out_speedscope_write, p, &len, &rc);
+		CHECK(rc == 0 && s && utf8_valid(s, len) && no_controls(s, len),
+		      "seed %llu: JSON text clean", (unsigned long long)seed);
+		free(s);
+		s = render(out_folded_write, p, &len, &rc);
+		CHECK(rc == 0 && s && utf8_valid(s, len) && no_controls(s, len),
+		      "seed %llu: folded text clean", (unsigned long long)seed);
+		/* every line splits back into its frames and a count */
+		uint64_t sum = 0;
+		for (char *line = s, *nl; s && (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = 0;
+			char *sp = strrchr(line, ' ');
+			CHECK(sp && sp > line, "line has a count");
+			if (sp)
+				sum += strtoull(sp + 1, NULL, 10);
+		}
+		CHECK(sum == profile_total(p), "folded sums to total");
+		free(s);
+		s = render(out_pprof_write, p, &len, &rc);
+		Perftools__Profiles__Profile *pb = s ? pprof_read(s, len) : NULL;
+		CHECK(rc == 0 && pb, "pprof readable");
+		for (size_t i = 0; pb && i < pb->n_string_table; i++)
+			CHECK(utf8_valid(pb->string_table[i], strlen(pb->string_table[i])),
+			      "pprof string %zu valid UTF-8", i);
+		if (pb)
+			perftools__profiles__profile__free_unpacked(pb, NULL);
+		free(s);
+		profile_free(p);
+	}
+}
+
 /* ------------------------------------------------------------ files */
 
 static int dir_entries(const char *dir)
@@ -529,6 +584,7 @@ int main(void)
 	test_svg_min_width();
 	test_speedscope();
 	test_pprof();
+	test_random_names();
 	test_write_file();
 	if (failures) {
 		fprintf(stderr, "t_out: %d check(s) failed\n", failures);
