@@ -32,6 +32,7 @@
 #define SVG_FOOT_H 34
 #define SVG_FONT_PX 12
 #define SVG_CHAR_W 7.3        /* advance of one monospace char at 12px */
+#define SVG_TITLE_CHAR_W 10.4 /* the same at 17px bold */
 #define SVG_MIN_WIDTH_PX 0.1  /* narrower frames are not drawn */
 
 struct svg {
@@ -101,11 +102,12 @@ static double pct(uint64_t n, uint64_t total)
 	return total ? 100.0 * (double)n / (double)total : 0.0;
 }
 
-/* Write LABEL truncated to what fits in WIDTH_PX ("abc.." when cut,
- * nothing when fewer than 3 characters fit). Cuts at char boundaries. */
-static void put_fitted(FILE *f, const char *label, double width_px)
+/* Write LABEL truncated to what fits in WIDTH_PX at CHAR_W px per
+ * character ("abc.." when cut, nothing when fewer than 3 characters
+ * fit). Cuts at char boundaries. */
+static void put_fitted(FILE *f, const char *label, double width_px, double char_w)
 {
-	double room = (width_px - 6) / SVG_CHAR_W;
+	double room = (width_px - 6) / char_w;
 	if (room < 3)
 		return;
 	size_t fit = (size_t)room, nchars = 0, cut = 0;
@@ -156,7 +158,7 @@ static void emit_frame(struct svg *s, const char *label, const struct frame *fr,
 		SVG_FRAME_H - 1, r, g, b);
 	out_put_fixed(f, x + 3, 2);
 	fprintf(f, "\" y=\"%d\">", y + SVG_FRAME_H - 4);
-	put_fitted(f, label, w);
+	put_fitted(f, label, w, SVG_CHAR_W);
 	fputs("</text></g>\n", f);
 }
 
@@ -455,10 +457,13 @@ int out_svg_write(const struct profile *p, FILE *f)
 		SVG_FONT_PX, SVG_WIDTH, s.height);
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
 		SVG_WIDTH / 2);
-	fputs("luaspy", f);
 	if (title[0]) {
-		fputs(": ", f);
-		out_put_xml(f, title);
+		/* Long command lines are cut to what fits between the buttons. */
+		char full[OUT_LABEL_MAX + 16];
+		snprintf(full, sizeof full, "luaspy: %s", title);
+		put_fitted(f, full, SVG_WIDTH - 2 * 110, SVG_TITLE_CHAR_W);
+	} else {
+		fputs("luaspy", f);
 	}
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" "
 		"text-anchor=\"middle\">", SVG_WIDTH / 2);
