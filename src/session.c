@@ -431,7 +431,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 	uint64_t start = time_now_ns();
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
 	uint64_t next = start, next_tick = start + tick_ns, next_lag_msg = start + 1000000000ull;
-	uint64_t late_reported = 0;
+	uint64_t late_reported = 0, max_lag = 0;
 	for (;;) {
 		if (session_stop_signal)
 			return END_SIGNAL;
@@ -452,12 +452,17 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				sleep_ns(until - now);
 			continue;
 		}
-		if (now - next > period) {
-			uint64_t behind = (now - next) / period;
+		uint64_t lag = now - next;
+		if (lag > period) {
+			/* more than one interval behind: skip the missed ticks */
+			uint64_t behind = lag / period;
 			s->st.late += behind;
 			next += behind * period;
+			if (lag > max_lag)
+				max_lag = lag;
 		}
 		next += period;
+		int first = s->st.ticks == 0;
 		/* one tick: every target's threads */
 		s->st.ticks++;
 		s->st.threads = 0;
@@ -479,16 +484,22 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				alive++;
 		}
 		s->st.targets = lua;
+		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
+			next = time_now_ns() + period;
 		ptrace_reap_pending();
 		check_child(s);
 		if (s->child && s->child_reaped)
 			return END_EXITED;
 		if (!alive)
 			return END_EXITED;
-		if (s->st.late > late_reported && now >= next_lag_msg) {
-			msg_error("falling behind: %llu samples late so far (%.1f ms lag); lower the rate with -r",
-				  (unsigned long long)s->st.late, (double)(time_now_ns() - next + period) / 1e6);
+		/* say so at most once a second, when more than 1% of ticks are late */
+		if (now >= next_lag_msg) {
+			uint64_t nlate = s->st.late - late_reported;
+			if (nlate * 100 > (uint64_t)s->o.rate_hz)
+				msg_error("falling behind: %llu samples late in the last second (up to %.1f ms lag); lower the rate with -r",
+					  (unsigned long long)nlate, (double)max_lag / 1e6);
 			late_reported = s->st.late;
+			max_lag = 0;
 			next_lag_msg = now + 1000000000ull;
 		}
 	}
