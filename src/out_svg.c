@@ -5,7 +5,10 @@
  * the common prefix with the next stack, open the rest. A frame is
  * emitted when it closes, so memory stays O(stacks + depth). Frames
  * narrower than SVG_MIN_WIDTH_PX are dropped (their samples still count
- * in their parent's width), which bounds the file for huge profiles.
+ * in their parent's width). A first, measuring pass counts frames by
+ * width (doubling buckets); when more than SVG_MAX_FRAMES would be drawn
+ * the threshold rises a bucket at a time, so even pathological profiles
+ * stay a file a browser opens (and the subtitle says so).
  *
  * Target text only ever appears escaped in <title> and <text> nodes; the
  * script reads it back through textContent and never contains any.
@@ -34,6 +37,8 @@
 #define SVG_CHAR_W 7.3        /* advance of one monospace char at 12px */
 #define SVG_TITLE_CHAR_W 10.4 /* the same at 17px bold */
 #define SVG_MIN_WIDTH_PX 0.1  /* narrower frames are not drawn */
+#define SVG_MAX_FRAMES 150000 /* ~25 MB of SVG: raise the threshold above */
+#define SVG_NBUCKETS 32       /* width buckets [0.1*2^k, 0.1*2^(k+1)) px */
 
 struct svg {
 	const struct profile *p;
@@ -43,6 +48,9 @@ struct svg {
 	uint64_t total;
 	int height;
 	size_t maxdepth;   /* deepest drawn frame (0 = "all") */
+	double min_width;  /* frames narrower than this are not drawn */
+	uint64_t bucket_n[SVG_NBUCKETS];     /* measuring pass: frames ... */
+	size_t bucket_depth[SVG_NBUCKETS];   /* ... and deepest, by width */
 	int emit;          /* 0: measuring pass, 1: writing pass */
 };
 
@@ -134,11 +142,15 @@ static void emit_frame(struct svg *s, const char *label, const struct frame *fr,
 		       size_t depth, uint64_t start, uint64_t count)
 {
 	double w = (double)count * s->px_per_sample;
-	if (w < SVG_MIN_WIDTH_PX)
+	if (w < s->min_width)
 		return;
 	if (!s->emit) {
-		if (depth > s->maxdepth)
-			s->maxdepth = depth;
+		int k = 0;
+		for (double lim = 2 * SVG_MIN_WIDTH_PX; w >= lim && k < SVG_NBUCKETS - 1; lim *= 2)
+			k++;
+		s->bucket_n[k]++;
+		if (depth > s->bucket_depth[k])
+			s->bucket_depth[k] = depth;
 		return;
 	}
 	FILE *f = s->f;
@@ -228,6 +240,24 @@ static int svg_pass(struct svg *s)
 	free(open_id);
 	free(open_start);
 	return 0;
+}
+
+/* After the measuring pass: the smallest width threshold that keeps the
+ * number of drawn frames within SVG_MAX_FRAMES, and the depth it needs. */
+static void choose_min_width(struct svg *s)
+{
+	uint64_t n = 0;
+	int k0 = 0;
+	for (int k = 0; k < SVG_NBUCKETS; k++)
+		n += s->bucket_n[k];
+	while (n > SVG_MAX_FRAMES && k0 < SVG_NBUCKETS - 1) {
+		n -= s->bucket_n[k0++];
+		s->min_width *= 2;
+	}
+	s->maxdepth = 0;
+	for (int k = k0; k < SVG_NBUCKETS; k++)
+		if (s->bucket_n[k] && s->bucket_depth[k] > s->maxdepth)
+			s->maxdepth = s->bucket_depth[k];
 }
 
 /* ------------------------------------------------------------ document */
@@ -422,8 +452,10 @@ int out_svg_write(const struct profile *p, FILE *f)
 	};
 	double fw = SVG_WIDTH - 2 * SVG_XPAD;
 	s.px_per_sample = s.total ? fw / (double)s.total : 0;
+	s.min_width = SVG_MIN_WIDTH_PX;
 	if (s.total && (r = svg_pass(&s)) < 0)
 		goto out;
+	choose_min_width(&s);
 	int frames_h = s.total ? (int)(s.maxdepth + 1) * SVG_FRAME_H : 2 * SVG_FRAME_H;
 	s.height = SVG_HEAD_H + frames_h + SVG_FOOT_H;
 	s.emit = 1;
@@ -468,6 +500,11 @@ int out_svg_write(const struct profile *p, FILE *f)
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" "
 		"text-anchor=\"middle\">", SVG_WIDTH / 2);
 	put_subtitle(f, m, s.total);
+	if (s.min_width > SVG_MIN_WIDTH_PX) {
+		fputs(" (frames under ", f);
+		out_put_fixed(f, s.min_width, 1);
+		fputs(" px not drawn)", f);
+	}
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"24\" "
 		"style=\"display:none\">Reset Zoom</text>\n", SVG_XPAD);

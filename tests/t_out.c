@@ -323,6 +323,28 @@ static void test_svg_min_width(void)
 	profile_free(p);
 }
 
+static void test_svg_frame_cap(void)
+{
+	/* 11000 chains of 20 frames, 1 sample each: every frame is 0.107 px,
+	 * 220 000 of them would be drawn; the cap raises the threshold. */
+	struct profile *p = profile_new();
+	struct frame st[20];
+	for (int i = 0; i < 11000; i++) {
+		for (int d = 0; d < 20; d++)
+			st[d] = fx_frame(FRAME_LUA, "f", "x.lua", NULL, i * 20 + d + 1, 1, 0, 0);
+		fx_add(p, 1, st, 20, 1);
+	}
+	size_t len;
+	int rc;
+	char *s = render(out_svg_write, p, &len, &rc);
+	size_t frames = s ? count_substr(s, len, "<g><title>") : 0;
+	CHECK(rc == 0 && s && frames >= 1 && frames <= 150001, "drawn frames %zu", frames);
+	CHECK(s && strstr(s, "(frames under 0.2 px not drawn)"), "subtitle tells the threshold");
+	CHECK(len < 30u << 20, "SVG is %zu bytes", len);
+	free(s);
+	profile_free(p);
+}
+
 static void test_speedscope(void)
 {
 	struct profile *p = profile_new();
@@ -582,6 +604,7 @@ int main(void)
 	test_folded();
 	test_svg();
 	test_svg_min_width();
+	test_svg_frame_cap();
 	test_speedscope();
 	test_pprof();
 	test_random_names();
