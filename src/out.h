@@ -31,10 +31,12 @@ int out_write_file(const struct profile *p, int fmt, const char *path);
 /* The writers. Each writes the whole document to F (never closes it),
  * prints nothing, and returns 0 or -errno (-ENOMEM, or F's write error).
  *   svg: interactive flame graph, root at the bottom, frames merged by
- *        id along stacks from all threads; frames under 0.1 px dropped
+ *        id along stacks from all threads; frames under 0.1 px of
+ *        1180 are dropped (threshold raised past 150 000 frames)
  *   folded: "outer;...;inner COUNT" per distinct stack, threads merged
  *   speedscope: shared frames, one sampled profile per thread id
- *   pprof: gzipped protobuf, sample types samples/count and cpu/ns */
+ *   pprof: gzipped protobuf, sample types samples/count and, when
+ *        meta.rate_hz > 0, cpu/nanoseconds (count * 1e9 / rate_hz) */
 int out_svg_write(const struct profile *p, FILE *f);
 int out_folded_write(const struct profile *p, FILE *f);
 int out_speedscope_write(const struct profile *p, FILE *f);
