@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,11 +85,23 @@ static void check_child(struct session *s)
 		s->child_reaped = 1;
 		return;
 	}
-	pid_t r = waitpid(s->child, &status, WNOHANG);
-	if (r == s->child) {
-		s->child_status = status;
-		s->child_reaped = 1;
+	/* The child's main thread may still be seized from a stop that timed
+	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours. */
+	ptrace_reap_pending();
+	if (ptrace_is_pending(s->child))
+		return;
+	pid_t r = waitpid(s->child, &status, WNOHANG | __WALL);
+	if (r != s->child)
+		return;
+	if (WIFSTOPPED(status)) {
+		/* a stray ptrace stop (never expected: we are detached between
+		 * samples); let it go with its signal */
+		int event = (unsigned)status >> 16;
+		ptrace(PTRACE_DETACH, s->child, 0, (void *)(long)(event ? 0 : WSTOPSIG(status)));
+		return;
 	}
+	s->child_status = status;
+	s->child_reaped = 1;
 }
 
 static int child_exit_code(int status)
