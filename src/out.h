@@ -88,6 +88,12 @@ int out_order_init(struct out_order *o, const struct profile *p, int with_line,
 		   int flags);
 void out_order_free(struct out_order *o);
 
+/* Frames some counted stack uses (after profile_reset, interned frames
+ * may be unused). Returns a malloc'd array over frame ids: 0 = unused,
+ * else 1 + the frame's rank among used frames in id order; *NUSED gets
+ * their number. NULL when out of memory. */
+uint32_t *out_used_frames(const struct profile *p, size_t *nused);
+
 /* Size of label buffers the writers use (longer labels are truncated). */
 #define OUT_LABEL_MAX 1024
 

@@ -455,6 +455,38 @@ static void test_pprof(void)
 	profile_free(p);
 }
 
+/* After a reset, frames no stack uses stay interned but are not written. */
+static void test_unused_frames(void)
+{
+	struct profile *p = profile_new();
+	struct frame f[FX_N];
+	fixture_hostile(p);
+	profile_reset(p);
+	fx_hostile_frames(f);
+	struct frame d[] = { f[FX_ROOT], f[FX_MAIN], f[FX_CLOCK] };
+	fx_add(p, 42, d, 3, 7);
+	size_t len;
+	int rc;
+	char *s = render(out_speedscope_write, p, &len, &rc);
+	CHECK(rc == 0 && s && count_substr(s, len, "{\"name\":") == 3,
+	      "speedscope: 3 frames: %s", s);
+	CHECK(s && strstr(s, "\"samples\":[[0,1,2]]"), "compact indices: %s", s);
+	free(s);
+	s = render(out_pprof_write, p, &len, &rc);
+	Perftools__Profiles__Profile *pb = s ? pprof_read(s, len) : NULL;
+	CHECK(rc == 0 && pb && pb->n_location == 3 && pb->n_function == 3 && pb->n_sample == 1,
+	      "pprof: only used locations");
+	if (pb && pb->n_sample == 1) {
+		const Perftools__Profiles__Sample *sm = pb->sample[0];
+		CHECK(sm->n_location_id == 3 && sm->location_id[0] == 3 && sm->location_id[2] == 1,
+		      "leaf first, compact ids");
+	}
+	if (pb)
+		perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(s);
+	profile_free(p);
+}
+
 /* No control characters but '\n' (and '\t' nowhere) in generated text. */
 static int no_controls(const char *buf, size_t len)
 {
@@ -596,6 +628,7 @@ int main(void)
 	test_speedscope();
 	test_pprof();
 	test_random_names();
+	test_unused_frames();
 	test_write_file();
 	if (failures) {
 		fprintf(stderr, "t_out: %d check(s) failed\n", failures);
