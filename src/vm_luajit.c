@@ -152,7 +152,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	if (!pt || (pt & 3) || mem_read(c->m, pt, h, ol->pt_size) < 0)
 		return -LS_E_FAULT;
 	if (h[ol->gct] != 7)
-		return FAIL(-LS_E_GARBAGE, "rd_proto:155");
+		return FAIL(-LS_E_GARBAGE, "not a proto");
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
 	memcpy(&sizebc, h + ol->pt_sizebc, 4);
@@ -161,7 +161,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	memcpy(&numline, h + ol->pt_numline, 4);
 	if (sizebc == 0 || sizebc > (1u << 24) || sizept < ol->pt_size + sizebc * 4 ||
 	    sizept > (64u << 20) || firstline < 0 || numline < 0)
-		return FAIL(-LS_E_GARBAGE, "rd_proto:164");
+		return FAIL(-LS_E_GARBAGE, "proto sizes out of range");
 	uint64_t chunk = 0, lineinfo = 0, uvinfo = 0, varinfo = 0, k = 0;
 	uint32_t sizekgc;
 	memcpy(&chunk, h + ol->pt_chunkname, ol->gcref);
@@ -173,7 +173,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	chunk = lj_gcptr(c->vm, chunk);
 	/* debug info lies inside the proto allocation, or is absent */
 	if (lineinfo && (lineinfo < pt + ol->pt_size || lineinfo >= pt + sizept))
-		return FAIL(-LS_E_GARBAGE, "rd_proto:176");
+		return FAIL(-LS_E_GARBAGE, "proto lineinfo outside the proto");
 	if (uvinfo && (uvinfo < pt + ol->pt_size || uvinfo >= pt + sizept))
 		uvinfo = 0;
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
@@ -190,7 +190,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	uint8_t sgct;
 	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != 4 ||
 	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
-		return FAIL(-LS_E_GARBAGE, "rd_proto:193");
+		return FAIL(-LS_E_GARBAGE, "chunkname is not a string");
 	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
 	/* only the tail of an '@' name matters past 1023 bytes: read the head */
 	if (mem_read(c->m, chunk + c->l->str_data, src, rl) < 0)
@@ -519,13 +519,13 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	uint8_t ffid = 0;
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
 	if (k < -1)
-		return FAIL(-LS_E_GARBAGE, "make_frame:513");
+		return FAIL(-LS_E_GARBAGE, "frame slot holds no function");
 	if (k == -1)
 		return 1; /* dummy frame: nothing to show */
 	if (k == 0) {
 		struct lj_ptinfo *pi;
 		if (rd_proto(c, pt, &pi) < 0)
-			return FAIL(-LS_E_GARBAGE, "make_frame:519");
+			return FAIL(-LS_E_GARBAGE, "bad proto of a Lua frame");
 		fr->kind = FRAME_LUA;
 		fr->file = pi->file;
 		fr->firstline = pi->firstline;
@@ -603,7 +603,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		if ((link & 7) == FT_VARG) {
 			uint64_t d = (uint64_t)link & ~7ull;
 			if (d == 0 || d > f - sw->stack)
-				return FAIL(-LS_E_GARBAGE, "walk_seg:582");
+				return FAIL(-LS_E_GARBAGE, "vararg frame delta out of range");
 			f -= d;
 			if (rd_frame(c, f, &fn, &link) < 0)
 				return -LS_E_FAULT;
@@ -615,7 +615,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			uint64_t pc = (uint64_t)link;
 			uint32_t ins;
 			if (!pc || mem_read_u32(c->m, pc - 4, &ins) < 0)
-				return FAIL(-LS_E_GARBAGE, "walk_seg:594");
+				return FAIL(-LS_E_GARBAGE, "Lua link without a call instruction");
 			uint64_t a = (ins >> 8) & 0xff;
 			next = f - (1 + c->fr2 + a) * 8;
 			uint64_t cfn;
@@ -651,7 +651,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 				end = 1; /* C and CP: entered through a cframe */
 		}
 		if (next >= f)
-			return FAIL(-LS_E_GARBAGE, "walk_seg:630");
+			return FAIL(-LS_E_GARBAGE, "frame link points up the stack");
 		sw->f = next;
 		if (emitted)
 			n++;
@@ -671,12 +671,12 @@ static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
 	    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0)
 		return -LS_E_FAULT;
 	if (tn <= 0 || (uint32_t)tn >= size || size > 65536)
-		return FAIL(-LS_E_GARBAGE, "trace_obj:650");
+		return FAIL(-LS_E_GARBAGE, "trace number out of range");
 	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
-		return FAIL(-LS_E_GARBAGE, "trace_obj:652");
+		return FAIL(-LS_E_GARBAGE, "empty trace slot");
 	uint8_t gct;
 	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != 9)
-		return FAIL(-LS_E_GARBAGE, "trace_obj:655");
+		return FAIL(-LS_E_GARBAGE, "not a trace");
 	return 0;
 }
 
@@ -711,7 +711,7 @@ static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uin
 			return 0;
 		}
 	}
-	return FAIL(-LS_E_GARBAGE, "trace_find:690");
+	return FAIL(-LS_E_GARBAGE, "no trace holds the pc");
 }
 
 /* PC of the snapshot covering ADDR in trace T (luajit.md 10.5), or 0. */
@@ -910,12 +910,12 @@ static struct mem *setup_mem(struct vm *vm, struct thread_snap *ts, struct lj_ov
 static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 {
 	if (!cf || (cf & 7))
-		return FAIL(-LS_E_GARBAGE, "cframe_L:876");
+		return FAIL(-LS_E_GARBAGE, "misaligned cframe");
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
 	uint8_t gct;
 	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
-		return FAIL(-LS_E_GARBAGE, "cframe_L:881");
+		return FAIL(-LS_E_GARBAGE, "SAVE_L is not a thread");
 	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
 		return -LS_E_FAULT;
 	for (int i = 0; i < c->vm->ng; i++)
@@ -923,7 +923,7 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 			return 0;
 	if (lj_add_g(c->vm, &c->t->mem.base, *g, "cframe anchor") >= 0)
 		return 0;
-	return FAIL(-LS_E_GARBAGE, "cframe_L:889");
+	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
 
 /* The pc candidate is inside the bytecode of the Lua function at BASE? */
