@@ -456,13 +456,22 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 		return NULL;
 	if (*mm)
 		return intern(mm);
+	/* cached by call site; the proto's shape and the instruction must
+	 * match (addresses are reused) */
+	struct lj_namecache *e = &c->vm->nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
+					     LJ_NAME_CACHE)];
+	if (e->used && e->pt == pt && e->pos == (uint32_t)pos && e->ins == ins &&
+	    e->sizebc == pi->sizebc && e->firstline == pi->firstline)
+		return e->name;
 	uint32_t slot = (ins >> 8) & 0xff;
 	if (op == BC_ITERC)
 		slot -= 3;
 	char nm[256];
+	const char *name = NULL;
 	if (slotname(c, pt, pi, (uint32_t)pos, slot, nm, sizeof nm))
-		return intern(nm);
-	return NULL;
+		name = intern(nm);
+	*e = (struct lj_namecache){ pt, (uint32_t)pos, ins, pi->sizebc, pi->firstline, name, 1 };
+	return name;
 }
 
 /* ---- C function names ---- */

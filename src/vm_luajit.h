@@ -116,6 +116,15 @@ struct lj_ptinfo {                   /* validated proto, cached by address */
 	uint32_t stamp2;
 };
 
+struct lj_namecache {                /* callee names by caller proto + call site */
+	uint64_t pt;
+	uint32_t pos, ins, sizebc;
+	int32_t firstline;
+	const char *name;            /* NULL: no name */
+	int used;
+};
+#define LJ_NAME_CACHE 1024
+
 struct lj_tidbuf {
 	pid_t tid;
 	uint64_t g;
@@ -138,6 +147,7 @@ struct vm {
 	int nnames;
 	const char *ffname[256];     /* builtin id -> name */
 	struct lj_ptinfo pt[LJ_PT_CACHE];
+	struct lj_namecache nc[LJ_NAME_CACHE];
 	struct lj_tidbuf tb[LJ_TID_CACHE];
 	unsigned clock;
 	unsigned walks;              /* walks done */
