@@ -1007,9 +1007,17 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 					synth = 1;
 				}
 				trace_addr = ts->native.f[nocfi].pc;
+				msg_debug(3, "luajit: on trace: native frame %d pc 0x%llx sp 0x%llx, cframe 0x%llx (cframe - sp = %lld)",
+					  nocfi, (unsigned long long)trace_addr,
+					  (unsigned long long)ts->native.f[nocfi].sp, (unsigned long long)cf,
+					  (long long)(cf - ts->native.f[nocfi].sp));
 				if (trace_find(&c, s->g, s->vmstate, trace_addr, &trace_T, &trace_n) < 0) {
 					trace_n = 0;
 					trace_T = 0;
+				} else if (msg_verbose >= 3) {
+					uint16_t spadj = 0;
+					mem_read_u16(c.m, trace_T + c.ol->tr_spadjust, &spadj);
+					msg_debug(3, "luajit: trace %d spadjust %u", trace_n, spadj);
 				}
 			}
 		}
