@@ -77,8 +77,11 @@ static void test_layout_rows(void)
 			seen |= 1;
 		}
 		if (l->flags & LJL_TARANTOOL) {
+			/* the same numbers as tests/luajit-layout-dwarf.test (DWARF) */
 			CHECK(l->g2disp == 3144 && l->g_vmstate == 120 && l->g_cur_L == 280 &&
 			      l->g_mainthref == 160 && l->g_gc_root == 80 && l->sizeof_L == 64);
+			CHECK(l->g_strempty == 140 && l->g_registrytv == 168 && l->g_jit_base == 284 &&
+			      l->g_jtrace == 816 && l->str_len == 12 && l->str_data == 16);
 			seen |= 2;
 		}
 		if ((l->flags & LJL_OPENRESTY) && (l->flags & LJL_GC64) && l->g2disp == 4008) {
@@ -89,6 +92,10 @@ static void test_layout_rows(void)
 	CHECK(seen == 7);
 	CHECK(lj_obj_gc64.L_cframe == 80 && lj_obj_32.L_cframe == 48);
 	CHECK(lj_obj_gc64.pt_size == 104 && lj_obj_32.pt_size == 64);
+	CHECK(lj_obj_32.L_glref == 8 && lj_obj_32.L_base == 16 && lj_obj_32.L_stack == 36 &&
+	      lj_obj_32.L_stacksize == 56 && lj_obj_32.pt_chunkname == 40 &&
+	      lj_obj_32.pt_lineinfo == 52 && lj_obj_32.tr_nsnap == 6 && lj_obj_32.tr_mcode == 64 &&
+	      lj_obj_32.tr_spadjust == 78 && lj_obj_32.fn_f == 24);
 }
 
 /* ---- a synthetic GC64 process image: GG_State, registry, _LOADED ---- */
