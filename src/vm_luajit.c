@@ -664,8 +664,10 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		sw->f = next;
 		if (emitted)
 			n++;
-		if (end)
+		if (end) {
+			sw->bottom = next <= lim;
 			return n;
+		}
 	}
 	return n;
 }
@@ -922,9 +924,19 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 		return FAIL(-LS_E_GARBAGE, "misaligned cframe");
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
-	uint8_t gct;
+	uint8_t gct, st;
 	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
 		return FAIL(-LS_E_GARBAGE, "SAVE_L is not a thread");
+	/* a yielded coroutine runs nowhere: this is a stale cframe (the C
+	 * stack is reused at the same addresses by the next resume) */
+	if (mem_read_u8(c->m, *L + c->ol->L_status, &st) < 0 || st == 1) {
+		uint64_t b = 0, st2 = 0;
+		mem_read_u64(c->m, *L + c->ol->L_base, &b);
+		mem_read_u64(c->m, *L + c->ol->L_stack, &st2);
+		msg_debug(3, "luajit: cframe 0x%llx: SAVE_L 0x%llx status %u base stack+%lld", (unsigned long long)cf,
+			  (unsigned long long)*L, st, (long long)(b - (st2 & 0x7fffffffffffull)));
+		return FAIL(-LS_E_GARBAGE, "SAVE_L is a suspended coroutine");
+	}
 	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
 		return -LS_E_FAULT;
 	for (int i = 0; i < c->vm->ng; i++)
@@ -957,6 +969,27 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 		return 1; /* a Lua function's frame, PC unknown */
 	int64_t pos = pt_pos(c, pt, pi, pc);
 	return pos >= 0 && pos < (int64_t)pi->sizebc;
+}
+
+/* Is thread P in coroutine.resume(C) or a coroutine.wrap function of C?
+ * (its top frame's first argument, or the C function's first upvalue) */
+static int resumes(struct ctx *c, uint64_t p, uint64_t child)
+{
+	uint64_t base = 0, fn, tv = 0;
+	int64_t link;
+	if (mem_read_u64(c->m, p + c->ol->L_base, &base) < 0 || !base || (base & 7) ||
+	    rd_frame(c, base - 8, &fn, &link) < 0)
+		return 0;
+	uint8_t gct, ffid;
+	if (mem_read_u8(c->m, fn + c->ol->gct, &gct) < 0 || gct != 8 ||
+	    mem_read_u8(c->m, fn + c->ol->fn_ffid, &ffid) < 0 || ffid == 0)
+		return 0;
+	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+		return 1;
+	/* GCfuncC upvalue[0]: after f (8 bytes) */
+	if (mem_read_u64(c->m, fn + c->ol->fn_f + 8, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+		return 1;
+	return 0;
 }
 
 static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
@@ -1048,12 +1081,26 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			if (innermost && have && s->cur_L &&
 			    mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &ccf) == 0)
 				ccf &= ~3ull;
-			for (int d = 8; d <= 32; d += 8) {
-				uint64_t try = d <= 24 ? cf + d : ccf;
+			/* ... and a parent thread that resumed a coroutine from a
+			 * trace has its cframe further up: accept an address
+			 * whose SAVE_L is a thread that names it as its cframe */
+			for (int d = 8; d <= 32 + 1024; d += 8) {
+				uint64_t try = d <= 24 ? cf + d : d == 32 ? ccf : cf + d - 32;
 				if (d == 32 && (!ccf || ccf <= cf || ccf - cf > 8192))
 					continue;
+				if (d > 32) {
+					uint64_t l2 = 0, lcf2 = 0;
+					uint8_t gct2 = 0;
+					if (!sw.L || rd_ref(&c, try + c.l->cf_L, &l2) < 0 || !l2 ||
+					    mem_read_u8(c.m, l2 + c.ol->gct, &gct2) < 0 || gct2 != 6 ||
+					    mem_read_u64(c.m, l2 + c.ol->L_cframe, &lcf2) < 0 ||
+					    (lcf2 & ~3ull) != try)
+						continue;
+				}
 				if (cframe_L(&c, try, &L, &g) < 0)
 					continue;
+				msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i,
+					  (long long)(try - cf));
 				cf = try;
 				struct user_regs_struct r = ts->regs;
 				r.rip = vm->vm_start;
@@ -1072,12 +1119,28 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			}
 		}
 		if (cframe_L(&c, cf, &L, &g) < 0) {
-			msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d",
-				  have ? s->vmstate : 99, ns.n, first_vm, nocfi, synth, trace_n);
+			msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d, cur_L 0x%llx, segment L 0x%llx bottom %d, resumes %d",
+				  have ? s->vmstate : 99, ns.n, first_vm, nocfi, synth, trace_n,
+				  (unsigned long long)(have ? s->cur_L : 0), (unsigned long long)sw.L, sw.bottom,
+				  (L && sw.L) ? resumes(&c, L, sw.L) : -1);
 			for (int j = 0; j < ns.n && j < 8 && msg_verbose >= 3; j++)
 				msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
 					  (unsigned long long)ns.f[j].pc, (unsigned long long)ns.f[j].sp,
 					  in_vm(vm, ns.f[j].pc) ? " VM" : "", ns.f[j].flags);
+			if (msg_verbose >= 3) {
+				uint64_t q[12] = { 0 };
+				mem_read(c.m, cf, q, sizeof q);
+				uint8_t g1 = 0xee, g2 = 0xee;
+				mem_read_u8(c.m, q[2] + 9, &g1);
+				mem_read_u8(&t->mem.base, q[2] + 9, &g2);
+				msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
+					  (unsigned long long)(have ? s->cur_L : 0));
+				msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
+					  (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2],
+					  (unsigned long long)q[3], (unsigned long long)q[4], (unsigned long long)q[5],
+					  (unsigned long long)q[6], (unsigned long long)q[7], (unsigned long long)q[8],
+					  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
+			}
 			msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
 				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
 			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
@@ -1145,6 +1208,12 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 					CAND(s->jit_base, tpc, 1);
 					CAND(s->jit_base, 0, 3);
 				}
+				/* a continuation frame (trace stitching) pushed
+				 * above that BASE: its function is two slots up */
+				if (nocfi == 0)
+					CAND(rdx + 16, 0, 3);
+				if (s->jit_base)
+					CAND(s->jit_base + 16, 0, 3);
 			} else if (innermost && i == 0) {
 				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
 				 * function or an ASM fast function runs there; at a
