@@ -137,7 +137,8 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
 	if (name && (sym.st_size == 0 ? off == 0 : off < sym.st_size)) {
-		out->name = intern(name);
+		const char *at = strchr(name, '@'); /* drop symbol versions: memcpy@GLIBC_2.14 */
+		out->name = at && at != name ? intern_n(name, (size_t)(at - name)) : intern(name);
 		out->func_start = a - off;
 		out->func_end = out->func_start + sym.st_size;
 		*found = 1;

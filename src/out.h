@@ -29,4 +29,53 @@ int out_folded_write(const struct profile *p, FILE *f);
 int out_speedscope_write(const struct profile *p, FILE *f);
 int out_pprof_write(const struct profile *p, FILE *f);
 
+/* --- Helpers shared by the writers (out.c). Target text (names, files,
+ * modules) is untrusted: it may hold any bytes. Writers pass it through
+ * out_clean/out_label first, then escape for their syntax. */
+
+/* Copy the NUL-terminated S into BUF (LEN >= 4 bytes including the NUL)
+ * as valid UTF-8 with no control characters: each invalid byte, C0/C1
+ * control, DEL, surrogate or U+FFFE/U+FFFF becomes U+FFFD. With
+ * OUT_CLEAN_FOLDED, ';' also becomes ':' (the folded frame separator).
+ * Truncates at a character boundary. S NULL gives "". Returns BUF. */
+#define OUT_CLEAN_FOLDED 1
+char *out_clean(const char *s, char *buf, size_t len, int flags);
+
+/* frame_label(FR, WITH_LINE) cleaned by out_clean(FLAGS) into BUF. */
+char *out_label(const struct frame *fr, char *buf, size_t len, int with_line,
+		int flags);
+
+/* Write clean S to F with the five XML escapes (& < > " '). */
+void out_put_xml(FILE *f, const char *s);
+
+/* Write clean S to F as a quoted JSON string. */
+void out_put_json(FILE *f, const char *s);
+
+/* 0 when F has no error, else -errno (-EIO when errno says nothing). */
+int out_ferror(FILE *f);
+
+/* Write V to F with DECIMALS (0..6) fraction digits, independent of the
+ * locale (LC_NUMERIC may use ','). */
+void out_put_fixed(FILE *f, double v, int decimals);
+
+/* Stacks in a stable order for merging and display: frames ranked by
+ * their cleaned label (then id), stacks sorted by their sequence of
+ * ranks, outermost first. Equal id sequences from different threads
+ * end up next to each other. */
+struct out_order {
+	char **label;     /* per frame id: out_label(WITH_LINE, FLAGS), owned */
+	uint32_t *rank;   /* per frame id: position in label order */
+	size_t nframes;
+	size_t *stack;    /* profile stack indices, sorted */
+	size_t nstacks;
+};
+
+/* Fill O for P. Returns 0 or -ENOMEM. Free with out_order_free. */
+int out_order_init(struct out_order *o, const struct profile *p, int with_line,
+		   int flags);
+void out_order_free(struct out_order *o);
+
+/* Size of label buffers the writers use (longer labels are truncated). */
+#define OUT_LABEL_MAX 1024
+
 #endif

@@ -31,7 +31,7 @@ int proc_cmdline(pid_t pid, char *buf, size_t len);
 /* Cumulative CPU time (utime+stime) of PID in clock ticks, or -1. */
 long long proc_cpu_ticks(pid_t pid);
 
-/* Direct children of PID (from /proc/PID/task/*/children), up to MAX. */
+/* Direct children of PID (from /proc/PID/task/TID/children), up to MAX. */
 int proc_children(pid_t pid, pid_t *out, int max);
 
 /* Is the process alive (kill(pid, 0) or EPERM)? */

@@ -168,10 +168,26 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			}
 			break;
 		}
-		if (rc == 0 || out->n >= UNWIND_MAX_FRAMES)
-			break; /* reached the outermost frame */
+		if (out->n >= UNWIND_MAX_FRAMES)
+			break;
 		struct native_frame *last = &out->f[out->n - 1];
+		if (rc == 0 && !(round == 0 && out->n == 1 && !in_nocfi(u, last->pc)))
+			break; /* reached the outermost frame */
 		if (!in_nocfi(u, last->pc)) {
+			/* A leaf whose CFI does not describe it (an internal
+			 * subroutine of hand-written VM code, such as LuaJIT's
+			 * lj_vm_mod called inside the interpreter's frame): try it as
+			 * a frameless leaf, return address at [rsp]. */
+			uint64_t w;
+			if (round == 0 && out->n == 1 && mem_read_u64(m, regs->rsp, &w) == 0 &&
+			    default_restart(maps, w)) {
+				struct user_regs_struct r2 = *regs;
+				r2.rip = w;
+				r2.rsp = regs->rsp + 8;
+				set_regs(u, &r2);
+				u->restart_mode = 1;
+				continue;
+			}
 			out->truncated = 1;
 			break;
 		}

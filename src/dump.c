@@ -1,0 +1,163 @@
+/* dump.c: `luaspy dump`: one consistent stack of every thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "err.h"
+#include "msg.h"
+#include "out_dump.h"
+#include "proc_ptrace.h"
+#include "proc_task.h"
+#include "sampler.h"
+
+#define DUMP_RETRIES 3
+
+struct coro_arg {
+	FILE *f;
+	int json;
+	int count;
+};
+
+static void print_coroutine(void *arg, uint64_t addr, const char *status, const struct stack *st)
+{
+	struct coro_arg *ca = arg;
+	char buf[1024];
+	if (ca->json) {
+		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
+			(unsigned long long)addr);
+		json_write_string(ca->f, status);
+		fputs(",\"frames\":[", ca->f);
+		for (int i = 0; i < st->n; i++) {
+			if (i)
+				fputc(',', ca->f);
+			fputs("{\"kind\":", ca->f);
+			json_write_string(ca->f, frame_kind_name(st->f[i].kind));
+			fputs(",\"name\":", ca->f);
+			json_write_string(ca->f, st->f[i].name);
+			if (st->f[i].file) {
+				fputs(",\"file\":", ca->f);
+				json_write_string(ca->f, st->f[i].file);
+			}
+			if (st->f[i].line > 0)
+				fprintf(ca->f, ",\"line\":%d", st->f[i].line);
+			fputc('}', ca->f);
+		}
+		fputs("]}", ca->f);
+	} else {
+		fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
+		for (int i = 0; i < st->n; i++)
+			fprintf(ca->f, "    %s\n", frame_label(&st->f[i], buf, sizeof buf, 1));
+	}
+	ca->count++;
+}
+
+int cmd_dump(struct cli_opts *o)
+{
+	struct target *t;
+	int vmrc;
+	char why[512];
+	int rc = target_open(o->pid, !o->native_only, &t, &vmrc, why, sizeof why);
+	if (rc < 0)
+		return msg_err_pid(o->pid, rc);
+	if (vmrc == -LS_E_UNSUPPORTED)
+		msg_error("pid %d: unsupported runtime: %s; showing native stacks only", (int)o->pid, why);
+	else if (vmrc < 0)
+		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)o->pid);
+
+	struct sampler_opts so;
+	sampler_opts_default(&so);
+	so.idle = 1;
+	so.walk_stopped = 1;
+	so.native = o->native;
+	so.stack_copy_bytes = 64 * 1024;
+	so.stop_timeout_ns = 1000 * 1000000ull;
+
+	struct proc_thread *th;
+	int nth;
+	rc = proc_threads(o->pid, &th, &nth);
+	if (rc < 0) {
+		target_close(t);
+		return msg_err_pid(o->pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
+	}
+	const char *desc = t->vm && t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
+	char vmjson[600] = "";
+	if (desc) {
+		FILE *mf = fmemopen(vmjson, sizeof vmjson - 1, "w");
+		if (mf) {
+			fprintf(mf, "{\"runtime\":\"%s\",\"description\":", t->vm_ops->family);
+			json_write_string(mf, desc);
+			fputc('}', mf);
+			fclose(mf);
+		}
+	}
+	FILE *f = stdout;
+	if (o->json) {
+		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)o->pid);
+		json_write_string(f, t->cmdline);
+		if (desc) {
+			fputs(",\"vm\":", f);
+			fputs(vmjson, f);
+		}
+		fputs(",\"threads\":[", f);
+	} else {
+		fprintf(f, "Process %d: %s\n", (int)o->pid, t->cmdline);
+		if (desc)
+			fprintf(f, "Runtime: %s\n", desc);
+	}
+	struct thread_snap ts;
+	memset(&ts, 0, sizeof ts);
+	struct stack st = { 0 };
+	int shown = 0, errors = 0;
+	for (int i = 0; i < nth; i++) {
+		struct walk_info info;
+		char state = proc_thread_state(o->pid, th[i].tid);
+		if (state == '?')
+			continue; /* gone since listing */
+		for (int k = 0; k < DUMP_RETRIES; k++) {
+			rc = sampler_sample_thread(t, th[i].tid, state, &so, &ts, &st, &info, NULL);
+			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE)
+				break;
+		}
+		if (rc == -LS_E_GONE)
+			continue;
+		const char *err = rc < 0 ? err_text(rc) : NULL;
+		if (rc < 0)
+			errors++;
+		if (o->json) {
+			if (shown)
+				fputc(',', f);
+			out_dump_thread_json(f, th[i].tid, th[i].name, state, &st,
+					     desc ? vmjson : NULL, info.vmstate, err);
+		} else {
+			if (shown)
+				fputc('\n', f);
+			out_dump_thread_text(f, th[i].tid, th[i].name, state, &st, info.vmstate, err);
+		}
+		shown++;
+	}
+	if (o->json)
+		fputc(']', f);
+	if (o->all_coroutines && t->vm && t->vm_ops->coroutines) {
+		struct coro_arg ca = { f, o->json, 0 };
+		if (o->json)
+			fputs(",\"coroutines\":[", f);
+		else
+			fputc('\n', f);
+		int n = t->vm_ops->coroutines(t->vm, t, print_coroutine, &ca);
+		if (o->json)
+			fputc(']', f);
+		if (n < 0)
+			msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
+	}
+	if (o->json)
+		fputs("}\n", f);
+	fflush(f);
+	ptrace_reap_pending();
+	thread_snap_free(&ts);
+	stack_free(&st);
+	free(th);
+	target_close(t);
+	if (shown == 0)
+		return msg_err_pid(o->pid, -LS_E_EXITED);
+	return 0;
+}

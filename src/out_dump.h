@@ -1,0 +1,25 @@
+/* out_dump.h: the text and JSON shapes of `luaspy dump`. */
+#ifndef LUASPY_OUT_DUMP_H
+#define LUASPY_OUT_DUMP_H
+
+#include <stdio.h>
+#include <sys/types.h>
+#include "frame.h"
+
+/* Write S to F as a JSON string literal (quotes included): control
+ * characters escaped, invalid UTF-8 bytes replaced by U+FFFD. */
+void json_write_string(FILE *f, const char *s);
+
+/* Human name of a scheduler state letter: "running", "sleeping", ... */
+const char *dump_state_name(char state);
+
+/* Text: one thread header and its frames, innermost first, 4-space indent. */
+void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
+			  const struct stack *st, const char *vmstate, const char *error);
+
+/* JSON: one thread object (no trailing comma). */
+void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
+			  const struct stack *st, const char *vm, const char *vmstate,
+			  const char *error);
+
+#endif

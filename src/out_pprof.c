@@ -1,0 +1,431 @@
+/* out_pprof.c: gzipped pprof profile (src/profile.proto) for
+ * `go tool pprof`.
+ *
+ * Mapping of the aggregate:
+ *   frame id         -> Location id+1 with one Line {function, line};
+ *                       native/C frames with a module get its Mapping and
+ *                       their pc as address
+ *   (kind, name, file, module, firstline) -> Function; Lua functions are
+ *                       named "name (chunk:firstline)" so anonymous ones
+ *                       stay apart; system_name is the bare name
+ *   module           -> Mapping (filename = module, symbolized already)
+ *   (tid, stack)     -> Sample {leaf-first locations, [count, cpu ns],
+ *                       label tid}
+ *
+ * The message is streamed: the tables are packed once, then every sample
+ * is packed as its own Profile holding just that sample. Protobuf merges
+ * concatenated messages by appending repeated fields, so readers see one
+ * Profile, and memory stays bounded by one stack.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "out.h"
+#include "profile.pb-c.h"
+
+/* ------------------------------------------------------------ gzip sink */
+
+struct gz_sink {
+	ProtobufCBuffer base;  /* first: protobuf-c calls base.append */
+	z_stream z;
+	FILE *f;
+	int err;               /* 0 or -errno */
+	size_t nin;
+	unsigned char in[1 << 16];
+	unsigned char out[1 << 16];
+};
+
+static void gz_run(struct gz_sink *s, int flush)
+{
+	s->z.next_in = s->in;
+	s->z.avail_in = (uInt)s->nin;
+	do {
+		s->z.next_out = s->out;
+		s->z.avail_out = sizeof s->out;
+		int zr = deflate(&s->z, flush);
+		if (zr == Z_STREAM_ERROR) {
+			s->err = -EIO;
+			return;
+		}
+		size_t have = sizeof s->out - s->z.avail_out;
+		if (have && fwrite(s->out, 1, have, s->f) != have) {
+			s->err = errno > 0 ? -errno : -EIO;
+			return;
+		}
+	} while (s->z.avail_out == 0 || s->z.avail_in > 0);
+	s->nin = 0;
+}
+
+static void gz_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+{
+	struct gz_sink *s = (struct gz_sink *)b;
+	while (len && !s->err) {
+		size_t room = sizeof s->in - s->nin;
+		size_t n = len < room ? len : room;
+		memcpy(s->in + s->nin, data, n);
+		s->nin += n;
+		data += n;
+		len -= n;
+		if (s->nin == sizeof s->in)
+			gz_run(s, Z_NO_FLUSH);
+	}
+}
+
+/* ------------------------------------------------------------ tables */
+
+/* String table: cleaned copies, deduplicated by content. */
+struct strtab {
+	char **s;
+	size_t n, cap;
+	uint32_t *slot;        /* index+1, 0 = empty */
+	size_t slot_cap;       /* power of two */
+};
+
+static uint64_t hash_bytes(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static int strtab_grow(struct strtab *t)
+{
+	size_t ncap = t->slot_cap ? t->slot_cap * 2 : 256;
+	uint32_t *ns = calloc(ncap, sizeof *ns);
+	if (!ns)
+		return -1;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t j = hash_bytes(t->s[i]) & (ncap - 1);
+		while (ns[j])
+			j = (j + 1) & (ncap - 1);
+		ns[j] = (uint32_t)i + 1;
+	}
+	free(t->slot);
+	t->slot = ns;
+	t->slot_cap = ncap;
+	return 0;
+}
+
+/* Index of S cleaned (NULL = ""), or -1 when out of memory. */
+static int64_t strtab_add(struct strtab *t, const char *raw)
+{
+	char buf[OUT_LABEL_MAX];
+	const char *s = out_clean(raw ? raw : "", buf, sizeof buf, 0);
+	if ((t->n + 1) * 2 > t->slot_cap && strtab_grow(t) < 0)
+		return -1;
+	size_t mask = t->slot_cap - 1, j = hash_bytes(s) & mask;
+	for (uint32_t v; (v = t->slot[j]); j = (j + 1) & mask)
+		if (strcmp(t->s[v - 1], s) == 0)
+			return v - 1;
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 256;
+		char **n = realloc(t->s, ncap * sizeof *n);
+		if (!n)
+			return -1;
+		t->s = n;
+		t->cap = ncap;
+	}
+	if (!(t->s[t->n] = strdup(s)))
+		return -1;
+	t->slot[j] = (uint32_t)++t->n;
+	return (int64_t)t->n - 1;
+}
+
+static void strtab_free(struct strtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->s[i]);
+	free(t->s);
+	free(t->slot);
+}
+
+/* Everything built before streaming the samples. */
+struct pp {
+	const struct profile *p;
+	struct strtab st;
+	Perftools__Profiles__Function *fn;      /* n_fn used */
+	size_t n_fn;
+	const struct frame **fn_key;            /* representative frame */
+	uint32_t *fn_slot;                      /* index+1, power-of-two table */
+	size_t fn_slot_cap;
+	uint64_t *frame_fn;                     /* frame id -> function id */
+	Perftools__Profiles__Mapping *map;
+	const char **map_module;
+	size_t n_map;
+	Perftools__Profiles__Location *loc;
+	Perftools__Profiles__Line *line;
+	Perftools__Profiles__Line **line_ptr;
+};
+
+static uint64_t fn_hash(const struct frame *fr)
+{
+	uint64_t h = fr->kind;
+	h = (h ^ (uintptr_t)fr->name) * 0x100000001b3ull;
+	h = (h ^ (uintptr_t)fr->file) * 0x100000001b3ull;
+	h = (h ^ (uintptr_t)fr->module) * 0x100000001b3ull;
+	h = (h ^ (uint32_t)fr->firstline) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+static int fn_same(const struct frame *a, const struct frame *b)
+{
+	return a->kind == b->kind && a->name == b->name && a->file == b->file &&
+	       a->module == b->module && a->firstline == b->firstline;
+}
+
+/* Function id for FR (1-based), creating it; 0 when out of memory. */
+static uint64_t fn_get(struct pp *pp, const struct frame *fr)
+{
+	size_t mask = pp->fn_slot_cap - 1, j = fn_hash(fr) & mask;
+	for (uint32_t v; (v = pp->fn_slot[j]); j = (j + 1) & mask)
+		if (fn_same(pp->fn_key[v - 1], fr))
+			return v;
+	char label[OUT_LABEL_MAX];
+	const char *name = fr->name;
+	if (fr->kind == FRAME_LUA)
+		name = frame_label(fr, label, sizeof label, 0);
+	Perftools__Profiles__Function *f = &pp->fn[pp->n_fn];
+	perftools__profiles__function__init(f);
+	int64_t n = strtab_add(&pp->st, name);
+	int64_t sn = strtab_add(&pp->st, fr->name);
+	int64_t fl = strtab_add(&pp->st, fr->file);
+	if (n < 0 || sn < 0 || fl < 0)
+		return 0;
+	f->id = pp->n_fn + 1;
+	f->name = n;
+	f->system_name = sn;
+	f->filename = fl;
+	f->start_line = fr->firstline > 0 ? fr->firstline : 0;
+	pp->fn_key[pp->n_fn] = fr;
+	pp->fn_slot[j] = (uint32_t)++pp->n_fn;
+	return pp->n_fn;
+}
+
+/* Mapping id for MODULE (1-based), creating it; 0 when out of memory. */
+static uint64_t map_get(struct pp *pp, const char *module)
+{
+	for (size_t i = 0; i < pp->n_map; i++)  /* few modules: linear */
+		if (pp->map_module[i] == module)
+			return i + 1;
+	int64_t fl = strtab_add(&pp->st, module);
+	if (fl < 0)
+		return 0;
+	Perftools__Profiles__Mapping *m = &pp->map[pp->n_map];
+	perftools__profiles__mapping__init(m);
+	m->id = pp->n_map + 1;
+	m->filename = fl;
+	m->has_functions = 1;
+	m->has_filenames = 1;
+	m->has_line_numbers = 1;
+	pp->map_module[pp->n_map++] = module;
+	return pp->n_map;
+}
+
+static int pp_build(struct pp *pp)
+{
+	size_t nf = profile_nframes(pp->p), n1 = nf ? nf : 1;
+	pp->fn = calloc(n1, sizeof *pp->fn);
+	pp->fn_key = calloc(n1, sizeof *pp->fn_key);
+	pp->fn_slot_cap = 64;
+	while (pp->fn_slot_cap < 2 * n1)
+		pp->fn_slot_cap *= 2;
+	pp->fn_slot = calloc(pp->fn_slot_cap, sizeof *pp->fn_slot);
+	pp->map = calloc(n1, sizeof *pp->map);
+	pp->map_module = calloc(n1, sizeof *pp->map_module);
+	pp->loc = calloc(n1, sizeof *pp->loc);
+	pp->line = calloc(n1, sizeof *pp->line);
+	pp->line_ptr = calloc(n1, sizeof *pp->line_ptr);
+	if (!pp->fn || !pp->fn_key || !pp->fn_slot || !pp->map || !pp->map_module ||
+	    !pp->loc || !pp->line || !pp->line_ptr)
+		return -ENOMEM;
+	if (strtab_add(&pp->st, "") != 0)
+		return -ENOMEM;
+	for (size_t id = 0; id < nf; id++) {
+		const struct frame *fr = profile_frame(pp->p, (uint32_t)id);
+		Perftools__Profiles__Location *l = &pp->loc[id];
+		Perftools__Profiles__Line *ln = &pp->line[id];
+		perftools__profiles__location__init(l);
+		perftools__profiles__line__init(ln);
+		ln->function_id = fn_get(pp, fr);
+		if (!ln->function_id)
+			return -ENOMEM;
+		ln->line = fr->line > 0 ? fr->line : 0;
+		pp->line_ptr[id] = ln;
+		l->id = id + 1;
+		l->n_line = 1;
+		l->line = &pp->line_ptr[id];
+		if (fr->kind == FRAME_NATIVE || fr->kind == FRAME_C) {
+			l->address = fr->addr;
+			if (fr->module && !(l->mapping_id = map_get(pp, fr->module)))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void pp_free(struct pp *pp)
+{
+	strtab_free(&pp->st);
+	free(pp->fn);
+	free(pp->fn_key);
+	free(pp->fn_slot);
+	free(pp->map);
+	free(pp->map_module);
+	free(pp->loc);
+	free(pp->line);
+	free(pp->line_ptr);
+}
+
+/* ------------------------------------------------------------ writer */
+
+/* Pack an array of messages into pointer arrays protobuf-c wants. */
+#define PTRS(arr, n, type) ({                                     \
+	type **_v = calloc((n) ? (n) : 1, sizeof *_v);             \
+	if (_v)                                                    \
+		for (size_t _i = 0; _i < (n); _i++)                \
+			_v[_i] = &(arr)[_i];                       \
+	_v; })
+
+static int pp_write(struct pp *pp, struct gz_sink *sink)
+{
+	const struct profile_meta *m = profile_meta_const(pp->p);
+	double period_ns = m->rate_hz > 0 ? 1e9 / m->rate_hz : 0;
+	int64_t s_samples = strtab_add(&pp->st, "samples");
+	int64_t s_count = strtab_add(&pp->st, "count");
+	int64_t s_cpu = strtab_add(&pp->st, "cpu");
+	int64_t s_ns = strtab_add(&pp->st, "nanoseconds");
+	int64_t s_tid = strtab_add(&pp->st, "tid");
+	int64_t comment[2];
+	size_t ncomment = 0;
+	if (m->title && *m->title)
+		comment[ncomment++] = strtab_add(&pp->st, m->title);
+	if (m->runtime && *m->runtime)
+		comment[ncomment++] = strtab_add(&pp->st, m->runtime);
+	if (s_samples < 0 || s_count < 0 || s_cpu < 0 || s_ns < 0 || s_tid < 0 ||
+	    (ncomment > 0 && comment[0] < 0) || (ncomment > 1 && comment[1] < 0))
+		return -ENOMEM;
+
+	Perftools__Profiles__ValueType vt[2], period_type;
+	Perftools__Profiles__ValueType *vtp[2] = { &vt[0], &vt[1] };
+	perftools__profiles__value_type__init(&vt[0]);
+	perftools__profiles__value_type__init(&vt[1]);
+	perftools__profiles__value_type__init(&period_type);
+	vt[0].type = s_samples;
+	vt[0].unit = s_count;
+	vt[1].type = period_type.type = s_cpu;
+	vt[1].unit = period_type.unit = s_ns;
+	size_t nvalues = period_ns > 0 ? 2 : 1;
+
+	Perftools__Profiles__Profile head;
+	perftools__profiles__profile__init(&head);
+	head.n_sample_type = nvalues;
+	head.sample_type = vtp;
+	if (period_ns > 0) {
+		head.period_type = &period_type;
+		head.period = (int64_t)(period_ns + 0.5);
+		head.default_sample_type = s_cpu;
+	}
+	head.time_nanos = (int64_t)m->start_unix_ns;
+	head.duration_nanos = (int64_t)m->duration_ns;
+	head.n_comment = ncomment;
+	head.comment = comment;
+	size_t nf = profile_nframes(pp->p);
+	head.n_mapping = pp->n_map;
+	head.mapping = PTRS(pp->map, pp->n_map, Perftools__Profiles__Mapping);
+	head.n_location = nf;
+	head.location = PTRS(pp->loc, nf, Perftools__Profiles__Location);
+	head.n_function = pp->n_fn;
+	head.function = PTRS(pp->fn, pp->n_fn, Perftools__Profiles__Function);
+	head.n_string_table = pp->st.n;
+	head.string_table = pp->st.s;
+	int r = 0;
+	if (!head.mapping || !head.location || !head.function)
+		r = -ENOMEM;
+	else
+		protobuf_c_message_pack_to_buffer(&head.base, &sink->base);
+	free(head.mapping);
+	free(head.location);
+	free(head.function);
+	if (r || sink->err)
+		return r ? r : sink->err;
+
+	/* One Profile per sample, appended. */
+	size_t cap = 64;
+	uint64_t *locs = malloc(cap * sizeof *locs);
+	if (!locs)
+		return -ENOMEM;
+	int64_t values[2];
+	Perftools__Profiles__Label label, *labelp = &label;
+	Perftools__Profiles__Sample sample, *samplep = &sample;
+	Perftools__Profiles__Profile one;
+	perftools__profiles__label__init(&label);
+	perftools__profiles__sample__init(&sample);
+	perftools__profiles__profile__init(&one);
+	label.key = s_tid;
+	sample.value = values;
+	sample.n_value = nvalues;
+	one.n_sample = 1;
+	one.sample = &samplep;
+	size_t ns = profile_nstacks(pp->p);
+	for (size_t i = 0; i < ns && !sink->err; i++) {
+		pid_t tid;
+		const uint32_t *ids;
+		size_t depth;
+		uint64_t count;
+		profile_stack(pp->p, i, &tid, &ids, &depth, &count);
+		if (count == 0)
+			continue;
+		if (depth > cap) {
+			while (cap < depth)
+				cap *= 2;
+			uint64_t *nl = realloc(locs, cap * sizeof *nl);
+			if (!nl) {
+				free(locs);
+				return -ENOMEM;
+			}
+			locs = nl;
+		}
+		for (size_t d = 0; d < depth; d++)
+			locs[d] = (uint64_t)ids[depth - 1 - d] + 1;
+		sample.location_id = locs;
+		sample.n_location_id = depth;
+		values[0] = (int64_t)count;
+		values[1] = (int64_t)((double)count * period_ns + 0.5);
+		label.num = tid;
+		sample.n_label = tid > 0 ? 1 : 0;
+		sample.label = &labelp;
+		protobuf_c_message_pack_to_buffer(&one.base, &sink->base);
+	}
+	free(locs);
+	return sink->err;
+}
+
+int out_pprof_write(const struct profile *p, FILE *f)
+{
+	struct gz_sink *sink = calloc(1, sizeof *sink);
+	struct pp pp = { .p = p };
+	int r;
+	if (!sink)
+		return -ENOMEM;
+	sink->base.append = gz_append;
+	sink->f = f;
+	/* windowBits 15 + 16: gzip wrapper, as pprof expects. */
+	if (deflateInit2(&sink->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(sink);
+		return -ENOMEM;
+	}
+	r = pp_build(&pp);
+	if (r == 0)
+		r = pp_write(&pp, sink);
+	if (r == 0) {
+		gz_run(sink, Z_FINISH);
+		r = sink->err;
+	}
+	deflateEnd(&sink->z);
+	free(sink);
+	pp_free(&pp);
+	return r ? r : out_ferror(f);
+}

@@ -1,0 +1,159 @@
+/* sampler.c: attach, and one sample of one thread. */
+#include <stdlib.h>
+#include <string.h>
+#include "elf_sym.h"
+#include "err.h"
+#include "merge.h"
+#include "msg.h"
+#include "proc_ptrace.h"
+#include "proc_task.h"
+#include "sampler.h"
+#include "timeutil.h"
+#include "unwind.h"
+
+void sampler_opts_default(struct sampler_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->native = 1;
+	o->stack_copy_bytes = 32 * 1024;
+	o->stop_timeout_ns = 50 * 1000000ull;
+}
+
+int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen)
+{
+	int rc = proc_check(pid);
+	if (rc < 0)
+		return rc;
+	struct target *t = calloc(1, sizeof *t);
+	if (!t)
+		return -LS_E_NOMEM;
+	t->pid = pid;
+	proc_mem_init(&t->mem, pid);
+	proc_cmdline(pid, t->cmdline, sizeof t->cmdline);
+	rc = symtab_open(pid, &t->sym);
+	if (rc < 0) {
+		target_close(t);
+		return rc == -LS_E_GONE ? -LS_E_NOPID : rc;
+	}
+	rc = unwind_open(t->sym, &t->unw);
+	if (rc < 0) {
+		target_close(t);
+		return rc;
+	}
+	*vmrc = probe_vm ? vm_probe(t, why, whylen) : -LS_E_NOTLUA;
+	*out = t;
+	return 0;
+}
+
+void target_close(struct target *t)
+{
+	if (!t)
+		return;
+	if (t->vm && t->vm_ops && t->vm_ops->close)
+		t->vm_ops->close(t->vm);
+	unwind_close(t->unw);
+	symtab_close(t->sym);
+	proc_mem_close(&t->mem);
+	free(t);
+}
+
+void thread_snap_free(struct thread_snap *ts)
+{
+	free(ts->stack);
+	ts->stack = NULL;
+	ts->stack_len = 0;
+}
+
+static int copy_stack(struct target *t, const struct sampler_opts *o, struct thread_snap *ts)
+{
+	size_t want = o->stack_copy_bytes;
+	if (!ts->stack) {
+		ts->stack = malloc(want);
+		if (!ts->stack)
+			return -LS_E_NOMEM;
+	}
+	ts->stack_addr = ts->regs.rsp;
+	ts->stack_len = 0;
+	ssize_t n = t->mem.base.read(&t->mem.base, ts->regs.rsp, ts->stack, want);
+	if (n > 0)
+		ts->stack_len = (size_t)n;
+	return 0;
+}
+
+/* Unwind and walk; no ptrace needed. */
+static int walk(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
+		struct stack *out, struct walk_info *info)
+{
+	ts->native.n = 0;
+	ts->native.truncated = 0;
+	if (o->native && !o->nonblocking) {
+		int rc = unwind_stack(t->unw, ts->tid, &ts->regs, ts->mem, NULL, NULL, &ts->native);
+		if (rc < 0)
+			return rc;
+	}
+	if (t->vm && t->vm_ops->walk)
+		return t->vm_ops->walk(t->vm, t, ts, out, info);
+	/* no VM: native frames only */
+	return merge_stacks(t->sym, &ts->native, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
+}
+
+int sampler_sample_thread(struct target *t, pid_t tid, char state,
+			  const struct sampler_opts *o, struct thread_snap *ts,
+			  struct stack *out, struct walk_info *info, struct sample_stats *stats)
+{
+	memset(info, 0, sizeof *info);
+	stack_clear(out);
+	ts->tid = tid;
+	ts->state = state;
+	ts->stack_len = 0;
+	memset(&ts->regs, 0, sizeof ts->regs);
+	memset(ts->vm_data, 0, sizeof ts->vm_data);
+	if (stats)
+		memset(stats, 0, sizeof *stats);
+	int rc;
+	if (o->nonblocking) {
+		mem_overlay_init(&ts->ov, &t->mem.base, 0, NULL, 0);
+		ts->mem = &ts->ov.base;
+		if (t->vm && t->vm_ops->capture && (rc = t->vm_ops->capture(t->vm, t, ts)) < 0)
+			return rc;
+		return walk(t, o, ts, out, info);
+	}
+	struct ptrace_stop st;
+	rc = ptrace_stop(tid, o->stop_timeout_ns, &st);
+	if (rc < 0)
+		return rc;
+	uint64_t t0 = st.stop_ns;
+	rc = ptrace_getregs(tid, &ts->regs);
+	if (rc == 0)
+		rc = copy_stack(t, o, ts);
+	if (rc == 0) {
+		mem_overlay_init(&ts->ov, &t->mem.base, ts->stack_addr, ts->stack, ts->stack_len);
+		ts->mem = &ts->ov.base;
+		if (t->vm && t->vm_ops->capture)
+			rc = t->vm_ops->capture(t->vm, t, ts);
+	}
+	uint64_t tw = 0;
+	if (rc == 0 && o->walk_stopped) {
+		tw = time_now_ns();
+		rc = walk(t, o, ts, out, info);
+		tw = time_now_ns() - tw;
+	}
+	uint64_t t1 = time_now_ns();
+	int rr = ptrace_release(&st);
+	if (stats)
+		stats->stopped_ns = t1 - t0;
+	if (rc == 0 && rr < 0)
+		rc = rr;
+	if (rc == 0 && st.group_stop && !o->walk_stopped)
+		rc = -LS_E_BUSY; /* someone else stopped it: not running, no sample */
+	if (rc < 0)
+		return rc;
+	if (!o->walk_stopped) {
+		tw = time_now_ns();
+		rc = walk(t, o, ts, out, info);
+		tw = time_now_ns() - tw;
+	}
+	if (stats)
+		stats->walk_ns = tw;
+	return rc;
+}

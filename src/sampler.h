@@ -1,0 +1,51 @@
+/* sampler.h: attaching to a target and taking one sample of one thread.
+ *
+ * The stop window is kept small: registers, one copy of the top of the C
+ * stack, the walker's capture(), then the thread is resumed and unwound
+ * and walked from the copies (unless walk_stopped asks for a fully
+ * consistent sample, as dump does). */
+#ifndef LUASPY_SAMPLER_H
+#define LUASPY_SAMPLER_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "frame.h"
+#include "proc_task.h"
+#include "vm.h"
+
+struct sampler_opts {
+	int idle;                /* sample threads that are not running (state != R) */
+	int native;              /* unwind native frames (0 = --lua-only) */
+	int nonblocking;         /* never stop the thread (needs native = 0) */
+	int walk_stopped;        /* unwind + walk before resuming (consistent; dump) */
+	size_t stack_copy_bytes; /* bytes of C stack copied while stopped */
+	uint64_t stop_timeout_ns;/* give up waiting for a stop after this */
+};
+
+/* Defaults: idle 0, native 1, nonblocking 0, walk_stopped 0, 32 KiB, 50 ms. */
+void sampler_opts_default(struct sampler_opts *o);
+
+struct sample_stats {
+	uint64_t stopped_ns;     /* time the thread was stopped (ptrace view) */
+	uint64_t walk_ns;        /* unwind + walk time */
+};
+
+/* Attach to PID: check it (proc_check), read its modules, create the
+ * unwinder and (when PROBE_VM) probe for a Lua VM. Returns 0 with *OUT (t->vm may be NULL
+ * when no VM was found: VMRC then holds -LS_E_NOTLUA or -LS_E_UNSUPPORTED
+ * and WHY the reason), or -LS_E_* when the process can't be profiled. */
+int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen);
+void target_close(struct target *t);
+
+/* Sample thread TH of T: stop (unless nonblocking), capture, resume,
+ * unwind, walk. OUT receives the merged stack (innermost first), INFO the
+ * VM state. TS is scratch space owned by the caller (reused between
+ * calls; its stack buffer is grown as needed and freed by
+ * thread_snap_free). Returns 0, or -LS_E_* (GONE: thread exited; BUSY:
+ * didn't stop in time; TORN/GARBAGE/FAULT: walker error). */
+int sampler_sample_thread(struct target *t, pid_t tid, char state,
+			  const struct sampler_opts *o, struct thread_snap *ts,
+			  struct stack *out, struct walk_info *info, struct sample_stats *stats);
+void thread_snap_free(struct thread_snap *ts);
+
+#endif

@@ -1,0 +1,565 @@
+/* session.c: targets, the sampling loop and stack accounting. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "err.h"
+#include "intern.h"
+#include "msg.h"
+#include "proc_ptrace.h"
+#include "proc_task.h"
+#include "sampler.h"
+#include "session.h"
+#include "timeutil.h"
+
+#define MAX_TARGETS 256
+#define MAX_STOP_RECORDS (1u << 20)
+#define CHILD_SCAN_NS (200 * 1000000ull)
+#define REPROBE_NS (1000 * 1000000ull)
+
+volatile int session_stop_signal;
+
+struct tgt {
+	pid_t pid;
+	struct target *t;          /* NULL while not (yet) Lua */
+	uint64_t next_probe_ns;
+	int dead;
+	const char *root_label;    /* "process PID \"cmdline\"" */
+};
+
+struct session {
+	struct cli_opts o;
+	struct sampler_opts so;
+	struct tgt tg[MAX_TARGETS];
+	int ntg;
+	pid_t child;               /* launched command, 0 if attached */
+	int child_status;          /* wait status once reaped */
+	int child_reaped;
+	uint64_t next_child_scan;
+	struct session_stats st;
+	struct thread_snap ts;
+	struct stack stack;
+	uint32_t *stop_us;         /* stop time per sample, in us */
+	uint32_t *walk_us;
+	size_t nstop;
+	const char *runtime;
+};
+
+static void on_signal(int sig)
+{
+	session_stop_signal = sig;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	nanosleep(&ts, NULL);
+}
+
+/* Reap the launched child if it exited. */
+static void check_child(struct session *s)
+{
+	if (!s->child || s->child_reaped)
+		return;
+	int status;
+	if (ptrace_child_reaped(s->child, &status)) {
+		s->child_status = status;
+		s->child_reaped = 1;
+		return;
+	}
+	pid_t r = waitpid(s->child, &status, WNOHANG);
+	if (r == s->child) {
+		s->child_status = status;
+		s->child_reaped = 1;
+	}
+}
+
+static int child_exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static void kill_child(struct session *s)
+{
+	if (!s->child || s->child_reaped)
+		return;
+	kill(s->child, SIGTERM);
+	for (int i = 0; i < 100; i++) {
+		check_child(s);
+		if (s->child_reaped)
+			return;
+		sleep_ns(10 * 1000000ull);
+	}
+	kill(s->child, SIGKILL);
+	int status;
+	if (waitpid(s->child, &status, 0) == s->child) {
+		s->child_status = status;
+		s->child_reaped = 1;
+	}
+}
+
+static int launch(struct session *s)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(s->o.argv[0], s->o.argv);
+		int e = errno;
+		ssize_t w = write(pfd[1], &e, sizeof e);
+		(void)w;
+		_exit(127);
+	}
+	close(pfd[1]);
+	int e = 0;
+	ssize_t n = read(pfd[0], &e, sizeof e);
+	close(pfd[0]);
+	s->child = pid;
+	if (n == (ssize_t)sizeof e) {
+		int status;
+		waitpid(pid, &status, 0);
+		s->child_reaped = 1;
+		s->child_status = status;
+		msg_error("cannot run '%s': %s", s->o.argv[0], strerror(e));
+		return -2;
+	}
+	return 0;
+}
+
+static const char *root_label(pid_t pid)
+{
+	char cmd[256];
+	if (proc_cmdline(pid, cmd, sizeof cmd) < 0)
+		cmd[0] = 0;
+	for (char *c = cmd; *c; c++)
+		if (*c == '"')
+			*c = '\'';
+	return internf("process %d \"%s\"", (int)pid, cmd);
+}
+
+/* Try to attach to TG (open + probe). Returns 0 when Lua was found,
+ * -LS_E_NOTLUA/-UNSUPPORTED (WHY filled) or another -LS_E_*. */
+static int probe_tgt(struct session *s, struct tgt *tg, char *why, size_t whylen)
+{
+	struct target *t;
+	int vmrc;
+	int rc = target_open(tg->pid, 1, &t, &vmrc, why, whylen);
+	if (rc < 0)
+		return rc;
+	if (vmrc < 0) {
+		target_close(t);
+		return vmrc;
+	}
+	tg->t = t;
+	tg->root_label = root_label(tg->pid);
+	if (!s->runtime && t->vm_ops->describe)
+		s->runtime = intern(t->vm_ops->describe(t->vm));
+	msg_debug(1, "pid %d: profiling %s", (int)tg->pid, s->runtime ? s->runtime : "Lua");
+	return 0;
+}
+
+static struct tgt *add_tgt(struct session *s, pid_t pid)
+{
+	for (int i = 0; i < s->ntg; i++)
+		if (s->tg[i].pid == pid)
+			return &s->tg[i];
+	if (s->ntg == MAX_TARGETS)
+		return NULL;
+	struct tgt *tg = &s->tg[s->ntg++];
+	memset(tg, 0, sizeof *tg);
+	tg->pid = pid;
+	return tg;
+}
+
+int session_start(const struct cli_opts *o, struct session **out)
+{
+	*out = NULL;
+	struct session *s = calloc(1, sizeof *s);
+	if (!s)
+		return msg_err_pid(0, -LS_E_NOMEM);
+	s->o = *o;
+	sampler_opts_default(&s->so);
+	s->so.idle = o->idle;
+	s->so.native = o->native && !o->lua_only;
+	s->so.nonblocking = o->nonblocking;
+	/* a sample must never block for longer than one interval */
+	uint64_t period = (uint64_t)(1e9 / o->rate_hz);
+	s->so.stop_timeout_ns = period < 50000000ull ? period : 50000000ull;
+	s->stop_us = malloc(MAX_STOP_RECORDS * sizeof *s->stop_us);
+	s->walk_us = malloc(MAX_STOP_RECORDS * sizeof *s->walk_us);
+	if (!s->stop_us || !s->walk_us) {
+		free(s->stop_us);
+		free(s->walk_us);
+		free(s);
+		return msg_err_pid(0, -LS_E_NOMEM);
+	}
+	install_signals();
+	pid_t pid = o->pid;
+	if (o->argv) {
+		int lr = launch(s);
+		if (lr < 0) {
+			int code = lr == -2 ? 127 : msg_err_pid(0, -LS_E_INTERNAL);
+			free(s->stop_us);
+			free(s->walk_us);
+			free(s);
+			return lr == -2 ? code : code;
+		}
+		pid = s->child;
+	} else {
+		int rc = proc_check(pid);
+		if (rc < 0) {
+			free(s->stop_us);
+			free(s->walk_us);
+			free(s);
+			return msg_err_pid(pid, rc);
+		}
+	}
+	struct tgt *tg = add_tgt(s, pid);
+	uint64_t deadline = time_now_ns() + (uint64_t)(o->timeout_s * 1e9);
+	char why[512] = "";
+	int rc;
+	for (;;) {
+		rc = probe_tgt(s, tg, why, sizeof why);
+		if (rc == 0)
+			break;
+		check_child(s);
+		if (s->child_reaped) {
+			/* the command ended before Lua showed up: nothing to sample */
+			tg->dead = 1;
+			*out = s;
+			return 0;
+		}
+		if (rc != -LS_E_NOTLUA && rc != -LS_E_UNSUPPORTED && rc != -LS_E_GONE &&
+		    rc != -LS_E_NOPID)
+			break;
+		if (!s->child && !proc_alive(pid)) {
+			rc = -LS_E_EXITED;
+			break;
+		}
+		if (time_now_ns() >= deadline || session_stop_signal)
+			break;
+		/* also consider children: a shell that starts Lua */
+		sleep_ns(50 * 1000000ull);
+	}
+	if (rc < 0 && !o->subprocesses) {
+		int code;
+		if (rc == -LS_E_UNSUPPORTED) {
+			msg_error("pid %d: unsupported runtime: %s", (int)pid, why);
+			code = err_exit_code(rc);
+		} else {
+			code = msg_err_pid(pid, rc == -LS_E_NOPID && s->child ? -LS_E_EXITED : rc);
+		}
+		kill_child(s);
+		free(s->stop_us);
+		free(s->walk_us);
+		free(s);
+		return code;
+	}
+	if (rc < 0)
+		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
+	*out = s;
+	return 0;
+}
+
+/* --subprocesses: find descendants of the targets, add new ones, re-probe
+ * the ones without Lua now and then. */
+static void scan_children(struct session *s)
+{
+	uint64_t now = time_now_ns();
+	if (now < s->next_child_scan)
+		return;
+	s->next_child_scan = now + CHILD_SCAN_NS;
+	for (int i = 0; i < s->ntg; i++) {
+		if (s->tg[i].dead)
+			continue;
+		pid_t kids[256];
+		int n = proc_children(s->tg[i].pid, kids, 256);
+		for (int k = 0; k < n; k++) {
+			int known = 0;
+			for (int j = 0; j < s->ntg; j++)
+				if (s->tg[j].pid == kids[k])
+					known = 1;
+			if (!known) {
+				struct tgt *t = add_tgt(s, kids[k]);
+				if (t)
+					t->next_probe_ns = now;
+			}
+		}
+	}
+	for (int i = 0; i < s->ntg; i++) {
+		struct tgt *tg = &s->tg[i];
+		if (tg->dead || tg->t || now < tg->next_probe_ns)
+			continue;
+		char why[256];
+		int rc = probe_tgt(s, tg, why, sizeof why);
+		if (rc == -LS_E_NOPID || rc == -LS_E_GONE || rc == -LS_E_ZOMBIE)
+			tg->dead = 1;
+		else if (rc < 0)
+			tg->next_probe_ns = now + REPROBE_NS;
+	}
+}
+
+static int vms_class(const struct walk_info *info)
+{
+	if (info->trace > 0)
+		return VMS_TRACE;
+	if (!info->vmstate)
+		return VMS_OTHER;
+	if (!strcmp(info->vmstate, "interpreter"))
+		return VMS_INTERP;
+	if (!strncmp(info->vmstate, "trace", 5) || !strncmp(info->vmstate, "JIT", 3))
+		return VMS_TRACE;
+	if (!strcmp(info->vmstate, "C"))
+		return VMS_C;
+	if (!strcmp(info->vmstate, "GC"))
+		return VMS_GC;
+	return VMS_OTHER;
+}
+
+static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t tid,
+		    const char *tname, struct stack *st, const struct walk_info *info)
+{
+	if (s->o.function)
+		for (int i = 0; i < st->n; i++)
+			if (st->f[i].kind == FRAME_LUA && st->f[i].firstline > 0)
+				st->f[i].line = st->f[i].firstline;
+	if (s->o.vmstate && info->vmstate) {
+		struct frame v = { 0 };
+		v.kind = FRAME_VMSTATE;
+		if (info->trace > 0)
+			v.name = internf("[JIT trace %d]", info->trace);
+		else
+			v.name = internf("[%s]", info->vmstate);
+		if (stack_push(st, &v) == 0) {
+			memmove(&st->f[1], &st->f[0], (size_t)(st->n - 1) * sizeof st->f[0]);
+			st->f[0] = v;
+		}
+	}
+	struct frame r = { 0 };
+	r.kind = FRAME_ROOT;
+	if (s->o.threads) {
+		r.name = internf("thread %d \"%s\"", (int)tid, tname);
+		stack_push(st, &r);
+	}
+	if (s->o.subprocesses) {
+		r.name = tg->root_label;
+		stack_push(st, &r);
+	}
+	profile_add(p, tid, st, 1);
+	s->st.samples++;
+	if (info->lua_frames > 0)
+		s->st.vmstate[vms_class(info)]++;
+}
+
+static void count_error(struct session *s, int rc)
+{
+	s->st.errors++;
+	int e = rc < 0 ? -rc : rc;
+	if (e < 32)
+		s->st.err_by_kind[e]++;
+}
+
+static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
+{
+	struct proc_thread *th;
+	int n;
+	int rc = proc_threads(tg->pid, &th, &n);
+	if (rc < 0) {
+		tg->dead = 1;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		char state = th[i].state;
+		if (state == 'T' || state == 't' || state == 'Z' || state == 'X')
+			continue; /* stopped by someone else, or exiting */
+		if (!s->so.idle && state != 'R')
+			continue;
+		struct walk_info info;
+		struct sample_stats ss;
+		rc = sampler_sample_thread(tg->t, th[i].tid, state, &s->so, &s->ts, &s->stack,
+					   &info, &ss);
+		s->st.threads++;
+		if (rc == -LS_E_GONE)
+			continue;
+		if (rc < 0) {
+			count_error(s, rc);
+			continue;
+		}
+		if (s->nstop < MAX_STOP_RECORDS) {
+			s->stop_us[s->nstop] = (uint32_t)(ss.stopped_ns / 1000);
+			s->walk_us[s->nstop] = (uint32_t)(ss.walk_ns / 1000);
+			s->nstop++;
+		}
+		account(s, p, tg, th[i].tid, th[i].name, &s->stack, &info);
+	}
+	free(th);
+}
+
+int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
+		int (*tick)(void *arg, const struct session_stats *st), void *arg)
+{
+	uint64_t period = (uint64_t)(1e9 / s->o.rate_hz);
+	uint64_t start = time_now_ns();
+	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
+	uint64_t next = start, next_tick = start + tick_ns, next_lag_msg = start + 1000000000ull;
+	uint64_t late_reported = 0;
+	for (;;) {
+		if (session_stop_signal)
+			return END_SIGNAL;
+		uint64_t now = time_now_ns();
+		s->st.elapsed_ns = now - start;
+		if (now >= end)
+			return END_DURATION;
+		if (tick && now >= next_tick) {
+			next_tick = now + tick_ns;
+			if (tick(arg, &s->st))
+				return END_CALLBACK;
+		}
+		if (now < next) {
+			uint64_t until = next < next_tick ? next : next_tick;
+			if (until > end)
+				until = end;
+			if (until > now)
+				sleep_ns(until - now);
+			continue;
+		}
+		if (now - next > period) {
+			uint64_t behind = (now - next) / period;
+			s->st.late += behind;
+			next += behind * period;
+		}
+		next += period;
+		/* one tick: every target's threads */
+		s->st.ticks++;
+		s->st.threads = 0;
+		check_child(s);
+		if (s->o.subprocesses)
+			scan_children(s);
+		int alive = 0, lua = 0;
+		for (int i = 0; i < s->ntg; i++) {
+			struct tgt *tg = &s->tg[i];
+			if (tg->dead)
+				continue;
+			if (tg->t) {
+				sample_target(s, p, tg);
+				lua++;
+			} else if (!proc_alive(tg->pid)) {
+				tg->dead = 1;
+			}
+			if (!tg->dead)
+				alive++;
+		}
+		s->st.targets = lua;
+		ptrace_reap_pending();
+		check_child(s);
+		if (s->child && s->child_reaped)
+			return END_EXITED;
+		if (!alive)
+			return END_EXITED;
+		if (s->st.late > late_reported && now >= next_lag_msg) {
+			msg_error("falling behind: %llu samples late so far (%.1f ms lag); lower the rate with -r",
+				  (unsigned long long)s->st.late, (double)(time_now_ns() - next + period) / 1e6);
+			late_reported = s->st.late;
+			next_lag_msg = now + 1000000000ull;
+		}
+	}
+}
+
+const struct session_stats *session_stats(const struct session *s) { return &s->st; }
+const char *session_runtime(const struct session *s) { return s->runtime; }
+pid_t session_pid(const struct session *s) { return s->ntg ? s->tg[0].pid : 0; }
+
+const char *session_cmdline(const struct session *s)
+{
+	if (s->ntg && s->tg[0].t)
+		return s->tg[0].t->cmdline;
+	static char buf[512];
+	if (s->o.argv) {
+		size_t n = 0;
+		buf[0] = 0;
+		for (char **a = s->o.argv; *a && n < sizeof buf - 2; a++)
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", n ? " " : "", *a);
+		return buf;
+	}
+	snprintf(buf, sizeof buf, "pid %d", (int)s->o.pid);
+	return buf;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void pct(FILE *f, const char *what, uint32_t *v, size_t n)
+{
+	if (!n) {
+		fprintf(f, "%s: no samples\n", what);
+		return;
+	}
+	qsort(v, n, sizeof *v, cmp_u32);
+	fprintf(f, "%s (us): median %u  p90 %u  p99 %u  max %u  (n=%zu)\n", what, v[n / 2],
+		v[(size_t)(n * 0.9)], v[(size_t)(n * 0.99)], v[n - 1], n);
+}
+
+void session_print_stats(const struct session *s, FILE *f)
+{
+	pct(f, "stopped per sample", s->stop_us, s->nstop);
+	pct(f, "unwind+walk per sample", s->walk_us, s->nstop);
+	fprintf(f, "late ticks: %llu of %llu\n", (unsigned long long)s->st.late,
+		(unsigned long long)s->st.ticks);
+	for (int e = 0; e < 32; e++)
+		if (s->st.err_by_kind[e])
+			fprintf(f, "errors: %s: %llu\n", err_text(e),
+				(unsigned long long)s->st.err_by_kind[e]);
+}
+
+int session_finish(struct session *s)
+{
+	int code = 0;
+	check_child(s);
+	if (s->child) {
+		if (s->child_reaped)
+			code = child_exit_code(s->child_status);
+		else
+			kill_child(s);
+	}
+	for (int i = 0; i < s->ntg; i++)
+		target_close(s->tg[i].t);
+	ptrace_reap_pending();
+	thread_snap_free(&s->ts);
+	stack_free(&s->stack);
+	free(s->stop_us);
+	free(s->walk_us);
+	free(s);
+	return code;
+}

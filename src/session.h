@@ -1,0 +1,66 @@
+/* session.h: a profiling session: the targets (a pid, a launched
+ * command, and with --subprocesses their descendants), the sampling loop
+ * timed by absolute deadlines, and turning walked stacks into profile
+ * entries (roots, vmstate leaves, per-function aggregation). Shared by
+ * record and top. */
+#ifndef LUASPY_SESSION_H
+#define LUASPY_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "cli.h"
+#include "profile.h"
+
+struct session;
+
+struct session_stats {
+	uint64_t samples;        /* stacks counted */
+	uint64_t errors;         /* samples lost to errors */
+	uint64_t late;           /* ticks that started more than one period late */
+	uint64_t ticks;          /* sampling rounds run */
+	uint64_t elapsed_ns;     /* since the first tick */
+	int threads;             /* threads sampled in the last tick */
+	int targets;             /* processes with a Lua VM being sampled */
+	uint64_t vmstate[8];     /* samples per VM state class: interp, trace, C, GC, other */
+	uint64_t err_by_kind[32];/* errors per -LS_E_* code */
+};
+
+/* VM state classes for stats.vmstate[] */
+enum { VMS_INTERP = 0, VMS_TRACE, VMS_C, VMS_GC, VMS_OTHER, VMS_NCLASSES };
+
+/* Why a session ended */
+enum session_end { END_NONE = 0, END_DURATION, END_SIGNAL, END_EXITED, END_CALLBACK };
+
+/* Start a session from O: attach to O->pid or launch O->argv, and wait
+ * up to O->timeout_s for a Lua runtime. On failure prints one error line
+ * and returns the exit status (> 0) with *OUT NULL; a launched child is
+ * killed and reaped then. Returns 0 on success. */
+int session_start(const struct cli_opts *o, struct session **out);
+
+/* Sample until the duration ends, a stop signal (SIGINT, SIGTERM,
+ * SIGHUP) arrives, every target exited, or TICK returns non-zero. Counts
+ * into P. TICK (may be NULL) is called about every TICK_NS with the
+ * current stats; it runs between samples, never while a thread is
+ * stopped. Returns an enum session_end. */
+int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
+		int (*tick)(void *arg, const struct session_stats *st), void *arg);
+
+const struct session_stats *session_stats(const struct session *s);
+/* "LuaJIT 2.1 ..." of the first target, or NULL. */
+const char *session_runtime(const struct session *s);
+/* Command line of the main target. */
+const char *session_cmdline(const struct session *s);
+pid_t session_pid(const struct session *s);
+
+/* Print --stats (stop time median/p90/p99/max, walk time) to F. */
+void session_print_stats(const struct session *s, FILE *f);
+
+/* End the session: detach from everything; a launched child that still
+ * runs is terminated. Returns the exit status to use: the child's own
+ * when it exited by itself, else 0. Frees S. */
+int session_finish(struct session *s);
+
+/* Set by the SIGINT/SIGTERM/SIGHUP handler that session_start installs. */
+extern volatile int session_stop_signal;
+
+#endif
