@@ -325,9 +325,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 }
 
 /* metamethod event names per version, in TMS order */
-static const char *const tm51[] = { "__index", "__newindex", "__gc", "__mode", "__eq",
-	"__add", "__sub", "__mul", "__div", "__mod", "__pow", "__unm", "__len", "__lt",
-	"__le", "__concat", "__call" };
+/* 5.1 names no metamethod (ldebug.c getfuncname); 5.2 and 5.3/5.4 orders: */
 static const char *const tm52[] = { "__index", "__newindex", "__gc", "__mode", "__len",
 	"__eq", "__add", "__sub", "__mul", "__div", "__mod", "__pow", "__unm", "__lt",
 	"__le", "__concat", "__call" };
