@@ -103,6 +103,7 @@ struct vm {
 	struct puc_raw raw[MAX_RAW];
 	uint64_t rawL[MAX_THREADS_L];
 	int nrawL;
+	unsigned pcreg_votes[UREG_NREGS]; /* which register held luaV_execute's pc */
 	/* fde cache */
 	struct { uint64_t pc, lo, hi; } fde[256];
 };
@@ -1298,37 +1299,60 @@ static const char *frame_callsite(struct vm *vm, struct mem *m, struct wframe *w
 	return what ? name : NULL;
 }
 
-/* Exact pc of the running leaf frame from luaV_execute's registers
- * (5.1/5.4 keep pc in a register; notes §5.1). -1 when ambiguous. */
-static int leaf_pc_from_regs(const struct puc_proto *p, const struct thread_snap *ts,
-			     const struct native_frame *nf)
+/* Line really executing in the running leaf frame, from luaV_execute's
+ * registers (5.1/5.4 keep pc in a register and save it only at calls and
+ * "Protect" points; notes §5.1). pc is in a callee-saved register; when
+ * two registers point into the code, the candidates must agree on the
+ * line, or the register that was the only candidate before (VOTES, per
+ * register index) decides. Returns the line, or 0 when unsure. */
+static int leaf_line_from_regs(const struct puc_proto *p, const struct thread_snap *ts,
+			       const struct native_frame *nf, uint64_t savedpc, unsigned *votes)
 {
 	uint64_t lo = p->code_addr, hi = p->code_addr + 4ull * (uint64_t)p->sizecode;
 	uint64_t vals[16];
-	int nv = 0;
+	int idx[16], nv = 0;
 	if (nf->flags & NF_LEAF) {
 		const struct user_regs_struct *r = &ts->regs;
-		uint64_t all[] = { r->rbx, r->rbp, r->r12, r->r13, r->r14, r->r15, r->rax, r->rcx,
-				   r->rdx, r->rsi, r->rdi, r->r8, r->r9, r->r10, r->r11 };
-		for (int k = 0; k < 15; k++)
+		uint64_t all[] = { r->rbx, r->rbp, r->r12, r->r13, r->r14, r->r15 };
+		for (int k = 0; k < 6; k++) {
+			idx[nv] = k;
 			vals[nv++] = all[k];
+		}
 	} else {
 		for (int k = 0; k < UREG_NREGS; k++)
-			if (nf->regs_valid & (1u << k))
+			if (nf->regs_valid & (1u << k)) {
+				idx[nv] = k;
 				vals[nv++] = nf->regs[k];
+			}
 	}
-	uint64_t found = 0;
-	int nfound = 0;
+	int line = 0, nc = 0, agree = 1, best_vote = 0, best_line = 0, onlyk = -1, nstale = 0;
 	for (int k = 0; k < nv; k++) {
 		uint64_t v = vals[k];
-		if (v <= lo || v > hi || ((v - lo) & 3) || v == found)
-			continue;
-		found = v;
-		nfound++;
+		nstale += v == savedpc;
 	}
-	if (nfound != 1)
-		return -1;
-	return (int)((found - lo) / 4) - 1;
+	for (int k = 0; k < nv; k++) {
+		uint64_t v = vals[k];
+		if (v <= lo || v > hi || ((v - lo) & 3))
+			continue;
+		if (v == savedpc && nstale < nv)
+			continue;   /* a copy of the stale saved pc */
+		int pc = (int)((v - lo) / 4) - 1;
+		int l = p->line[pc < 0 ? 0 : pc];
+		if (nc++ == 0)
+			line = l;
+		else if (l != line)
+			agree = 0;
+		onlyk = idx[k];
+		if (votes[idx[k]] > (unsigned)best_vote) {
+			best_vote = (int)votes[idx[k]];
+			best_line = l;
+		}
+	}
+	if (nc == 1 && onlyk >= 0 && votes[onlyk] < 1000000)
+		votes[onlyk]++;
+	if (nc >= 1 && agree)
+		return line;
+	return best_vote >= 3 ? best_line : 0;
 }
 
 static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
@@ -1469,7 +1493,7 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 				continue;
 			}
 			/* a Lua segment: frames up to and including the next bottom */
-			int leaf_seg = (i == 0);
+			int leaf_seg = (i == 0), seg_first = i;
 			while (i < e && vm->raw[i].lua) {
 				sf[nsf++] = w[i].fr;
 				int b = w[i].bottom;
@@ -1482,6 +1506,14 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 				uint64_t pc = ns->f[k].flags & NF_LEAF ? ns->f[k].pc : ns->f[k].pc - 1;
 				if (in_exec(vm, pc))
 					mfound = k;
+			}
+			if (mfound >= 0 && !leaf_seg && !(ns->f[mfound].flags & NF_LEAF)) {
+				/* this invocation called out: its pc register == savedpc */
+				const struct native_frame *vf = &ns->f[mfound];
+				for (int k = 0; k < UREG_NREGS; k++)
+					if ((vf->regs_valid & (1u << k)) && vf->regs[k] == vm->raw[seg_first].savedpc &&
+					    vm->pcreg_votes[k] < 1000000)
+						vm->pcreg_votes[k]++;
 			}
 			if (mfound >= 0) {
 				segs[nsegs++] = (struct lua_segment){ mfound, 1, sf + pend, nsf - pend };
@@ -1501,9 +1533,10 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 	/* 5. the running leaf's exact line (5.1 and 5.4 keep pc in a register) */
 	if (vm->raw[0].lua && leaf_native >= 0 &&
 	    (lay->isa == PUC_ISA_51 || lay->isa == PUC_ISA_54) && w[0].p->line) {
-		int pc = leaf_pc_from_regs(w[0].p, ts, &ns->f[leaf_native]);
-		if (pc >= 0 && pc < w[0].p->sizecode)
-			sf[0].line = w[0].p->line[pc];   /* sf[0] is raw[0]'s frame */
+		int line = leaf_line_from_regs(w[0].p, ts, &ns->f[leaf_native], vm->raw[0].savedpc,
+					       vm->pcreg_votes);
+		if (line > 0)
+			sf[0].line = line;   /* sf[0] is raw[0]'s frame */
 	}
 	if (merge_stacks(t->sym, ns, segs, nsegs, out) < 0)
 		rc = -LS_E_NOMEM;
