@@ -1302,9 +1302,9 @@ static const char *frame_callsite(struct vm *vm, struct mem *m, struct wframe *w
 /* Line really executing in the running leaf frame, from luaV_execute's
  * registers (5.1/5.4 keep pc in a register and save it only at calls and
  * "Protect" points; notes §5.1). pc is in a callee-saved register; when
- * two registers point into the code, the candidates must agree on the
- * line, or the register that was the only candidate before (VOTES, per
- * register index) decides. Returns the line, or 0 when unsure. */
+ * several point into the code, a register that held exactly savedpc in a
+ * frame that called out (VOTES, per register index) decides, else
+ * agreeing candidates, else the highest one. Returns the line, or 0. */
 static int leaf_line_from_regs(const struct puc_proto *p, const struct thread_snap *ts,
 			       const struct native_frame *nf, uint64_t savedpc, unsigned *votes)
 {
@@ -1325,34 +1325,42 @@ static int leaf_line_from_regs(const struct puc_proto *p, const struct thread_sn
 				vals[nv++] = nf->regs[k];
 			}
 	}
-	int line = 0, nc = 0, agree = 1, best_vote = 0, best_line = 0, onlyk = -1, nstale = 0;
-	for (int k = 0; k < nv; k++) {
-		uint64_t v = vals[k];
-		nstale += v == savedpc;
-	}
+	int lines[16], kidx[16], nc = 0;
+	uint64_t cv[16];
 	for (int k = 0; k < nv; k++) {
 		uint64_t v = vals[k];
 		if (v <= lo || v > hi || ((v - lo) & 3))
 			continue;
-		if (v == savedpc && nstale < nv)
-			continue;   /* a copy of the stale saved pc */
 		int pc = (int)((v - lo) / 4) - 1;
-		int l = p->line[pc < 0 ? 0 : pc];
-		if (nc++ == 0)
-			line = l;
-		else if (l != line)
-			agree = 0;
-		onlyk = idx[k];
-		if (votes[idx[k]] > (unsigned)best_vote) {
-			best_vote = (int)votes[idx[k]];
-			best_line = l;
-		}
+		lines[nc] = p->line[pc < 0 ? 0 : pc];
+		kidx[nc] = idx[k];
+		cv[nc++] = v;
 	}
-	if (nc == 1 && onlyk >= 0 && votes[onlyk] < 1000000)
-		votes[onlyk]++;
-	if (nc >= 1 && agree)
-		return line;
-	return best_vote >= 3 ? best_line : 0;
+	if (nc == 0)
+		return 0;
+	/* a register that was the only candidate in earlier samples */
+	int bestk = -1;
+	for (int c = 0; c < nc; c++)
+		if (votes[kidx[c]] >= 3 && (bestk < 0 || votes[kidx[c]] > votes[kidx[bestk]]))
+			bestk = c;
+	if (bestk >= 0)
+		return lines[bestk];
+	if (nc == 1 && votes[kidx[0]] < 1000000)
+		votes[kidx[0]]++;
+	int agree = 1;
+	for (int c = 1; c < nc; c++)
+		agree &= lines[c] == lines[0];
+	if (agree)
+		return lines[0];
+	/* disagreement: the pointer to the next instruction is the highest
+	 * (others are pc-1 copies or older); Debian 5.1 and 5.4 both showed
+	 * pc in r13 next to a lower pointer in rbx or r14 */
+	int best = 0;
+	for (int c = 1; c < nc; c++)
+		if (cv[c] > cv[best])
+			best = c;
+	(void)savedpc;
+	return lines[best];
 }
 
 static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
@@ -1531,8 +1539,9 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			j = bound;
 	}
 	/* 5. the running leaf's exact line (5.1 and 5.4 keep pc in a register) */
-	if (vm->raw[0].lua && leaf_native >= 0 &&
-	    (lay->isa == PUC_ISA_51 || lay->isa == PUC_ISA_54) && w[0].p->line) {
+	if (vm->raw[0].lua && leaf_native >= 0 && w[0].p->line &&
+	    ((lay->isa == PUC_ISA_51 && (ns->f[leaf_native].flags & NF_LEAF)) ||
+	     lay->isa == PUC_ISA_54)) {
 		int line = leaf_line_from_regs(w[0].p, ts, &ns->f[leaf_native], vm->raw[0].savedpc,
 					       vm->pcreg_votes);
 		if (line > 0)
