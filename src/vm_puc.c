@@ -1535,8 +1535,9 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			segs[nsegs++] = (struct lua_segment){ bound, 0, sf + pend, nsf - pend };
 			pend = nsf;
 		}
-		if (bound > j)
-			j = bound;
+		/* the outer state's frames start above its lua_resume call */
+		if (bound < N && bound + 1 > j)
+			j = bound + 1;
 	}
 	/* 5. the running leaf's exact line (5.1 and 5.4 keep pc in a register) */
 	if (vm->raw[0].lua && leaf_native >= 0 && w[0].p->line &&
