@@ -92,6 +92,7 @@ struct vm {
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */
+	uint64_t co_yield;             /* coroutine.yield */
 	struct range exec[MAX_EXEC];
 	int nexec;
 	const char *exec_how;
@@ -1223,7 +1224,12 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 			vm->raw_err = -LS_E_TORN;
 			return 0;
 		}
+		int first_of_L = vm->nraw;
 		int rc = read_chain(vm, m, c[i].L, lb);
+		if (rc == 0 && vm->nraw == first_of_L && i > 0) {
+			vm->raw_err = -LS_E_TORN;   /* an outer state with no frame */
+			return 0;
+		}
 		if (rc < 0) {
 			vm->raw_err = rc;
 			return 0;
@@ -1232,6 +1238,16 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		/* torn: the chain moved while we read it */
 		uint64_t ci2;
 		if (rd64(m, c[i].L + (uint64_t)lay->L_ci, &ci2) < 0 || ci2 != g64(lb, lay->L_ci)) {
+			vm->raw_err = -LS_E_TORN;
+			return 0;
+		}
+		/* an outer state must be inside the C function that resumed the
+		 * inner one, not back in Lua or yielding (the chain moved) */
+		if (i > 0 && vm->raw[first_of_L].lua) {
+			vm->raw_err = -LS_E_TORN;
+			return 0;
+		}
+		if (i > 0 && vm->co_yield && vm->raw[first_of_L].cfn == vm->co_yield) {
 			vm->raw_err = -LS_E_TORN;
 			return 0;
 		}
@@ -1691,6 +1707,8 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 	for (int i = 0; i < vm->ncn; i++)
 		if (strcmp(vm->cn[i].name, "coroutine.resume") == 0)
 			vm->co_resume = vm->cn[i].f;
+		else if (strcmp(vm->cn[i].name, "coroutine.yield") == 0)
+			vm->co_yield = vm->cn[i].f;
 	vm->resume_fn = symtab_find(t->sym, "lua_resume", NULL, NULL);
 	find_exec(vm, t);
 	refresh_coros(vm, &t->mem.base);
