@@ -614,31 +614,43 @@ struct jt_scan {
 	struct target *t;
 	uint64_t text_lo, text_hi;
 	uint64_t best_lo, best_hi;
+	int best_exact;
 };
 
-/* A dispatch table of N entries whose targets all lie in one FDE and are
- * mostly distinct: luaV_execute's opcode switch (5.1-5.3: int32 offsets
- * from the table) or 5.4's computed-goto disptab (absolute pointers). */
-static void jt_check(struct jt_scan *js, const uint64_t *tg, int n)
+/* A dispatch table: N (or N-1, when the last opcode is the default)
+ * entries whose targets all lie in one FDE and are mostly distinct:
+ * luaV_execute's opcode switch (5.1-5.3: int32 offsets from the table)
+ * or 5.4's computed-goto disptab (absolute pointers). TG holds K >= N-1
+ * targets (up to N+2), PREV the target the entry before the table would
+ * have. A table that starts exactly here and ends after N entries
+ * ("exact") beats a longer one; then the bigger function wins. */
+static void jt_check(struct jt_scan *js, const uint64_t *tg, int k, int n, uint64_t prev)
 {
 	uint64_t end;
 	uint64_t lo = fde_of(js->vm, js->t, tg[0], &end);
 	if (!lo || end - lo < 2048)
 		return;
-	int distinct = 0;
-	for (int i = 0; i < n; i++) {
-		if (tg[i] < lo || tg[i] >= end)
-			return;
+	if (prev >= lo && prev < end)
+		return;   /* the middle of a longer table */
+	int run = 0, distinct = 0;
+	while (run < k && tg[run] >= lo && tg[run] < end)
+		run++;
+	if (run < n - 1)
+		return;
+	for (int i = 0; i < n - 1; i++) {
 		int dup = 0;
 		for (int j = 0; j < i && !dup; j++)
 			dup = tg[j] == tg[i];
 		distinct += !dup;
 	}
-	if (distinct * 4 < n * 3)
+	if (distinct * 4 < (n - 1) * 3)
 		return;
-	if (end - lo > js->best_hi - js->best_lo) {
+	int exact = run <= n;
+	if (exact > js->best_exact ||
+	    (exact == js->best_exact && end - lo > js->best_hi - js->best_lo)) {
 		js->best_lo = lo;
 		js->best_hi = end;
+		js->best_exact = exact;
 	}
 }
 
@@ -648,7 +660,7 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 	const struct proc_map *im = proc_maps_find(maps, vm->ident);
 	if (!im)
 		return;
-	struct jt_scan js = { vm, t, UINT64_MAX, 0, 0, 0 };
+	struct jt_scan js = { vm, t, UINT64_MAX, 0, 0, 0, -1 };
 	for (int i = 0; i < maps->n; i++)
 		if (maps->m[i].path == im->path && (maps->m[i].perms & MAP_X)) {
 			if (maps->m[i].start < js.text_lo)
@@ -659,7 +671,7 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 	if (js.text_lo >= js.text_hi)
 		return;
 	int n = vm->lay->num_opcodes;
-	uint64_t tg[96];
+	uint64_t tg[100];
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < maps->n; i++) {
 		const struct proc_map *pm = &maps->m[i];
@@ -672,11 +684,11 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 		if (!buf)
 			continue;
 		ssize_t got = t->mem.base.read(&t->mem.base, pm->start, buf, len);
-		for (ssize_t off = 0; got > 0 && off + 4 * n <= got; off += 4) {
+		for (ssize_t off = 0; got > 0 && off + 4 * (n - 1) <= got; off += 4) {
 			/* relative int32 table */
 			uint64_t base = pm->start + (uint64_t)off;
 			int k;
-			for (k = 0; k < n; k++) {
+			for (k = 0; k < n + 2 && off + 4 * k + 4 <= got; k++) {
 				int32_t d;
 				memcpy(&d, buf + off + 4 * k, 4);
 				uint64_t a = base + (uint64_t)(int64_t)d;
@@ -684,26 +696,30 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 					break;
 				tg[k] = a;
 			}
-			/* the last opcode (EXTRAARG) may be the switch's default */
-			if (k >= n - 1)
-				jt_check(&js, tg, k);
+			if (k >= n - 1) {
+				int32_t d = 0;
+				if (off >= 4)
+					memcpy(&d, buf + off - 4, 4);
+				jt_check(&js, tg, k, n, off >= 4 ? base + (uint64_t)(int64_t)d : 0);
+			}
 			/* absolute pointers */
-			if ((off & 7) == 0 && off + 8 * n <= got) {
-				for (k = 0; k < n; k++) {
+			if ((off & 7) == 0) {
+				for (k = 0; k < n + 2 && off + 8 * k + 8 <= got; k++) {
 					uint64_t a = g64(buf, (int)off + 8 * k);
 					if (a < js.text_lo || a >= js.text_hi)
 						break;
 					tg[k] = a;
 				}
 				if (k >= n - 1)
-					jt_check(&js, tg, k);
+					jt_check(&js, tg, k, n, off >= 8 ? g64(buf, (int)off - 8) : 0);
 			}
 		}
 		free(buf);
 	}
 	msg_debug(1, "puc: opcode table scan took %.1f ms", (now_ns() - t0) / 1e6);
 	if (js.best_lo)
-		exec_add(vm, js.best_lo, js.best_hi, "opcode dispatch table");
+		exec_add(vm, js.best_lo, js.best_hi, js.best_exact ? "opcode dispatch table"
+							 : "opcode dispatch table, inexact");
 }
 
 static void find_exec(struct vm *vm, struct target *t)

@@ -7,7 +7,8 @@
 # PAT is a chain of frame matchers, leaf to root, separated by '|', that
 # must appear contiguously among the non-native (Lua and C) frames of one
 # thread: "lua:NAME@LINE", "lua:NAME", "c:NAME" (NAME is an fnmatch
-# glob). Each --need must hold in at least --min dumps (the --min given
+# glob). --seq PAT: the matchers (also "native:NAME") must appear in
+# order, not necessarily adjacent, among all frames of one thread. Each --need must hold in at least --min dumps (the --min given
 # after it; default 1). With --file, every Lua frame of that chunk must
 # lie inside its function: a frame with firstline F needs a range F-B in
 # --ranges with F <= line <= B; main chunk frames need 1 <= line <= B of
@@ -31,8 +32,9 @@ def main(argv):
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a == '--need':
-            needs.append([[matcher(x) for x in argv[i + 1].split('|')], 1, argv[i + 1]])
+        if a in ('--need', '--seq'):
+            needs.append([[matcher(x) for x in argv[i + 1].split('|')], 1, argv[i + 1],
+                          a == '--seq'])
             i += 2
         elif a == '--min':
             needs[-1][1] = int(argv[i + 1])
@@ -71,12 +73,19 @@ def main(argv):
                         print('line %s of %s outside its function (firstline %s)'
                               % (ln, f.get('name'), fl), file=sys.stderr)
                         ok = False
-            for k, (pat, _, _) in enumerate(needs):
+            for k, (pat, _, _, seq) in enumerate(needs):
+                if seq:
+                    j = 0
+                    for f in frames:
+                        if j < len(pat) and frame_ok(pat[j], f):
+                            j += 1
+                    hits[k] += j == len(pat)
+                    continue
                 for s in range(0, len(nn) - len(pat) + 1):
                     if all(frame_ok(pat[j], nn[s + j]) for j in range(len(pat))):
                         hits[k] += 1
                         break
-    for k, (pat, mn, text) in enumerate(needs):
+    for k, (pat, mn, text, _) in enumerate(needs):
         if hits[k] < mn:
             print('needed in >= %d of %d dumps, found in %d: %s' % (mn, len(dumps), hits[k], text),
                   file=sys.stderr)
