@@ -1493,9 +1493,12 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			e++;
 		if (e < n)
 			e++;
-		int outermost = e >= n;
+		int outermost = e >= n, is_main = 0;
+		for (int k = 0; k < vm->nstates; k++)
+			is_main |= vm->states[k] == vm->raw[i].L;
 		int bound = N;
-		if (!outermost && vm->resume_fn)
+		/* a coroutine's frames all lie above the lua_resume running it */
+		if ((!outermost || !is_main) && vm->resume_fn)
 			for (int k = j; k < N; k++)
 				if (native_start(vm, t, &ns->f[k]) == vm->resume_fn) {
 					bound = k;
