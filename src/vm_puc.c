@@ -1621,8 +1621,14 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		if (mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
 			continue;
 		int status = lb[lay->L_status], active = state_active(lay, L, lb);
+		/* as coroutine.status: not started (a function on the stack) or dead */
+		uint64_t top = g64(lb, lay->L_top), base = 0;
+		if (lay->L_base >= 0)
+			base = g64(lb, lay->L_base);
+		else if (rd64(m, L + (uint64_t)lay->L_base_ci + (uint64_t)lay->ci_func, &base) == 0)
+			base += 16;
 		const char *what = status == 1 ? "suspended" : status > 1 ? "dead"
-				 : !active ? (i < vm->nstates ? "normal" : "suspended")
+				 : !active ? (i < vm->nstates ? "normal" : top == base ? "dead" : "suspended")
 				 : resume_child(vm, m, L) ? "normal" : "running";
 		vm->nraw = 0;
 		vm->nrawL = 0;
