@@ -2,6 +2,7 @@
  * synthetic data: lua_ident parsing, layout rows, 5.4 line decoding,
  * call-site names from hand-assembled bytecode. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "vm_puc.h"
 
@@ -155,8 +156,77 @@ static void t_names(void)
 	CHECK(puc_is_call_op(l51, e1[1]) && !puc_is_call_op(l51, e1[0]));
 }
 
-int main(void)
+/* --rows MINOR PATCH: the row's offsets as "struct field offset" lines,
+ * named as in the DWARF (tests/puc-layout-dwarf.test compares them). */
+static int print_rows(int minor, int patch)
 {
+	const struct puc_layout *l = puc_layout_find(minor, patch);
+	if (!l)
+		return 1;
+#define P(st, fld, v) do { if ((v) >= 0) printf("%s %s %d\n", st, fld, (v)); } while (0)
+	P("lua_State", "status", l->L_status);
+	P("lua_State", "top", l->L_top);
+	P("lua_State", "base", l->L_base);
+	P("lua_State", "l_G", l->L_l_G);
+	P("lua_State", "ci", l->L_ci);
+	P("lua_State", "savedpc", l->L_savedpc);
+	P("lua_State", "stack_last", l->L_stack_last);
+	P("lua_State", "stack", l->L_stack);
+	P("lua_State", "end_ci", l->L_end_ci);
+	P("lua_State", "base_ci", l->L_base_ci);
+	P("lua_State", "nCcalls", l->L_nCcalls);
+	P("lua_State", "errorJmp", l->L_errorJmp);
+	P("CallInfo", "func", l->ci_func);
+	P("CallInfo", "top", l->ci_top);
+	P("CallInfo", "base", l->ci_base);
+	P("CallInfo", "previous", l->ci_previous);
+	P("CallInfo", "next", l->ci_next);
+	P("CallInfo", "savedpc", l->ci_savedpc);
+	P("CallInfo", "callstatus", l->ci_callstatus);
+	P("CallInfo", "tailcalls", l->ci_tailcalls);
+	P("global_State", "frealloc", l->g_frealloc);
+	P("global_State", "ud", l->g_ud);
+	P("global_State", "l_registry", l->g_l_registry);
+	P("global_State", "currentwhite", l->g_currentwhite);
+	P("global_State", l->minor == 1 ? "rootgc" : "allgc", l->g_allgc);
+	P("global_State", "mainthread", l->g_mainthread);
+	P("global_State", "tmname", l->g_tmname);
+	P("CClosure", "nupvalues", l->cl_nupvalues);
+	P("CClosure", "f", l->ccl_f);
+	P("CClosure", "upvalue", l->ccl_upvalue);
+	P("LClosure", "p", l->lcl_p);
+	P("Proto", "sizeupvalues", l->p_sizeupvalues);
+	P("Proto", "sizek", l->p_sizek);
+	P("Proto", "sizecode", l->p_sizecode);
+	P("Proto", "sizelineinfo", l->p_sizelineinfo);
+	P("Proto", "sizep", l->p_sizep);
+	P("Proto", "sizelocvars", l->p_sizelocvars);
+	P("Proto", "sizeabslineinfo", l->p_sizeabslineinfo);
+	P("Proto", "linedefined", l->p_linedefined);
+	P("Proto", "lastlinedefined", l->p_lastlinedefined);
+	P("Proto", "k", l->p_k);
+	P("Proto", "code", l->p_code);
+	P("Proto", "p", l->p_p);
+	P("Proto", "upvalues", l->p_upvalues);
+	P("Proto", "lineinfo", l->p_lineinfo);
+	P("Proto", "abslineinfo", l->p_abslineinfo);
+	P("Proto", "locvars", l->p_locvars);
+	P("Proto", "source", l->p_source);
+	P("Proto", "nups", l->p_nups);
+	P("Table", "lsizenode", l->t_lsizenode);
+	P("Table", "array", l->t_array);
+	P("Table", "node", l->t_node);
+	P("Table", l->minor == 4 ? "alimit" : "sizearray", l->t_sizearray);
+	P("Table", "metatable", l->t_metatable);
+	printf("sizeof lua_State %d\nsizeof CallInfo %d\n", l->L_size, l->ci_size);
+#undef P
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "--rows") == 0)
+		return print_rows(atoi(argv[2]), atoi(argv[3]));
 	t_ident();
 	t_layout();
 	t_line54();
