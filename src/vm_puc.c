@@ -490,7 +490,8 @@ static void load_cnames(struct vm *vm, struct target *t, uint64_t L)
 	int before = vm->ncn;
 	table_each(lay, m, la.loaded, loaded_mod_cb, &la);
 	qsort(vm->cn, (size_t)vm->ncn, sizeof *vm->cn, cname_cmp);
-	msg_debug(1, "puc: %d C functions named from _LOADED", vm->ncn - before);
+	msg_debug(1, "puc: %d new C function names from _LOADED of 0x%llx", vm->ncn - before,
+		  (unsigned long long)L);
 }
 
 static const char *cname_find(const struct vm *vm, uint64_t f)
@@ -1221,8 +1222,12 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 			uint64_t chain[8];
 			int nch = 0;
 			uint64_t L = vm->states[s];
+			/* only a state inside no protected call at all (errorJmp NULL):
+			 * one with an errorJmp runs on the thread whose stack holds it
+			 * (unknown without registers: --nonblocking) */
 			while (L && nch < 8 && mem_read(m, L, lb, (size_t)lay->L_size) == 0 &&
-			       lb[lay->L_status] == 0 && state_active(lay, L, lb)) {
+			       lb[lay->L_status] == 0 && state_active(lay, L, lb) &&
+			       (nch > 0 || !rsp || g64(lb, lay->L_errorJmp) == 0)) {
 				chain[nch++] = L;
 				L = resume_child(vm, m, L);
 			}
