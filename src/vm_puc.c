@@ -88,7 +88,6 @@ struct vm {
 	uint64_t coros[MAX_COROS];     /* other threads (allgc walk) */
 	int ncoros;
 	uint64_t coros_ns;             /* when they were listed */
-	int want_rescan;
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */
@@ -982,7 +981,6 @@ static void refresh_coros(struct vm *vm, struct mem *m)
 {
 	vm->ncoros = enum_threads(vm, m, vm->coros, MAX_COROS);
 	vm->coros_ns = now_ns();
-	vm->want_rescan = 0;
 }
 
 /* The coroutine that L is running through coroutine.resume/wrap, or 0. */
@@ -1235,11 +1233,8 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 				c[nc++].L = chain[k];
 		}
 	}
-	if (nc == 0) {
-		/* nothing on this stack: maybe a coroutine we don't know yet */
-		vm->want_rescan = 1;
-		return 0;
-	}
+	if (nc == 0)
+		return 0;   /* not in Lua, or a coroutine we don't know yet (walk) */
 	for (int i = 0; i < nc && i < MAX_THREADS_L; i++) {
 		if (mem_read(m, c[i].L, lb, (size_t)lay->L_size) < 0) {
 			vm->raw_err = -LS_E_TORN;
@@ -1277,6 +1272,8 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	}
 	return 0;
 }
+
+static void set_co_names(struct vm *vm);
 
 /* ---- walk: frames, names, lines, merge ---------------------------------- */
 
@@ -1420,11 +1417,29 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 		vm->nraw = 0;
 	if (vm->raw_tid == ts->tid && vm->raw_err)
 		return vm->raw_err;
-	if (vm->want_rescan && now_ns() - vm->coros_ns > 500000000ull)
-		refresh_coros(vm, &t->mem.base);
 	int n = vm->nraw;
-	if (n == 0)
+	if (n == 0) {
+		/* luaV_execute on the stack but no state for it: a state or a
+		 * coroutine born after the last scan; rescan, rate-limited */
+		int in_lua = 0;
+		for (int k = 0; k < ns->n && !in_lua; k++)
+			in_lua = in_exec(vm, ns->f[k].pc - !(ns->f[k].flags & NF_LEAF)) ||
+				 (vm->resume_fn && native_start(vm, t, &ns->f[k]) == vm->resume_fn);
+		uint64_t now = now_ns();
+		if ((in_lua || vm->nstates == 0) &&
+		    now - vm->coros_ns > (vm->nstates ? 1000000000ull : 5000000000ull)) {
+			if (vm->nstates == 0 || in_lua) {
+				int before = vm->nstates;
+				if (vm->nstates == 0)
+					find_states(vm, t);
+				for (int k = before; k < vm->nstates; k++)
+					load_cnames(vm, t, vm->states[k]);
+				set_co_names(vm);
+			}
+			refresh_coros(vm, &t->mem.base);
+		}
 		return merge_stacks(t->sym, ns, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
+	}
 	struct wframe *w = calloc((size_t)n, sizeof *w);
 	struct frame *sf = calloc((size_t)n, sizeof *sf);
 	struct lua_segment *segs = calloc((size_t)n * 2 + 2, sizeof *segs);
@@ -1599,6 +1614,15 @@ done:
 	return rc;
 }
 
+static void set_co_names(struct vm *vm)
+{
+	for (int i = 0; i < vm->ncn; i++)
+		if (strcmp(vm->cn[i].name, "coroutine.resume") == 0)
+			vm->co_resume = vm->cn[i].f;
+		else if (strcmp(vm->cn[i].name, "coroutine.yield") == 0)
+			vm->co_yield = vm->cn[i].f;
+}
+
 /* ---- coroutines (dump --all-coroutines) ---------------------------------- */
 
 static int puc_coroutines(struct vm *vm, struct target *t,
@@ -1734,11 +1758,7 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 		msg_debug(1, "puc: no lua_State found yet (validated by the allocation-block invariant)");
 	for (int i = 0; i < vm->nstates; i++)
 		load_cnames(vm, t, vm->states[i]);
-	for (int i = 0; i < vm->ncn; i++)
-		if (strcmp(vm->cn[i].name, "coroutine.resume") == 0)
-			vm->co_resume = vm->cn[i].f;
-		else if (strcmp(vm->cn[i].name, "coroutine.yield") == 0)
-			vm->co_yield = vm->cn[i].f;
+	set_co_names(vm);
 	vm->resume_fn = symtab_find(t->sym, "lua_resume", NULL, NULL);
 	find_exec(vm, t);
 	refresh_coros(vm, &t->mem.base);

@@ -156,6 +156,38 @@ static void t_names(void)
 	CHECK(puc_is_call_op(l51, e1[1]) && !puc_is_call_op(l51, e1[0]));
 }
 
+/* untrusted bytecode: random instructions, registers, constants and
+ * jumps must never read outside the arrays or loop (run under ASan in
+ * the sanitizer build) */
+static int f_child(void *a, int i) { return i & 7; }
+static void t_fuzz(void)
+{
+	static uint32_t code[512];
+	int8_t li[512];
+	int32_t abs[64];
+	uint64_t x = 88172645463325252ull;
+	struct fake fk = { .loc = { "a", "b", "c" }, .locs = 0, .loce = 400,
+			   .up = { "_ENV", "u" }, .k = { "k0", "k1", NULL, "k3" } };
+	for (int round = 0; round < 20000; round++) {
+		int n = 1 + (int)(x % 511);
+		for (int i = 0; i < n; i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			code[i] = (uint32_t)x;
+			li[i] = (int8_t)(x >> 32);
+		}
+		for (int i = 0; i < 64; i++)
+			abs[i] = (int32_t)((x >> (i % 32)) & 1023) - 10;
+		const struct puc_layout *l = &puc_layouts[round % puc_nlayouts];
+		struct puc_nameinfo ni = { l, code, n, &fk, f_local, f_up, f_k, f_child, NULL };
+		const char *name;
+		for (int pc = -2; pc < n + 2; pc += 1 + (int)(x % 17))
+			(void)puc_funcname(&ni, pc, &name);
+		for (int pc = -1; pc <= n; pc++)
+			(void)puc_line54(li, n, abs, (int)(x % 64), 5, pc);
+	}
+	CHECK(1);
+}
+
 /* --rows MINOR PATCH: the row's offsets as "struct field offset" lines,
  * named as in the DWARF (tests/puc-layout-dwarf.test compares them). */
 static int print_rows(int minor, int patch)
@@ -231,6 +263,7 @@ int main(int argc, char **argv)
 	t_layout();
 	t_line54();
 	t_names();
+	t_fuzz();
 	if (fails) {
 		fprintf(stderr, "t_vm_puc: %d failure(s)\n", fails);
 		return 1;
