@@ -71,6 +71,9 @@ struct puc_proto {
 	uint64_t k_addr;
 	int np;
 	uint64_t p_addr;
+	/* call-site names by pc, computed on first use (the Proto is
+	 * immutable while its header matches); "" = no name */
+	const char **cs_name, **cs_what;
 };
 
 struct cname { uint64_t f; const char *name; };
@@ -751,6 +754,8 @@ static void proto_free(struct puc_proto *p)
 	free(p->line);
 	free(p->loc);
 	free(p->upname);
+	free(p->cs_name);
+	free(p->cs_what);
 	free(p);
 }
 
@@ -928,15 +933,33 @@ static int na_child_nups(void *arg, int idx)
 	return nups;
 }
 
-/* Name of the function called by instruction PC of caller Proto P. */
+/* Name of the function called by instruction PC of caller Proto P
+ * (cached per Proto and pc). */
 static const char *callsite_name(struct vm *vm, struct mem *m, struct puc_proto *p, int pc,
 				 const char **what)
 {
+	*what = NULL;
+	if (pc < 0 || pc >= p->sizecode)
+		return NULL;
+	if (!p->cs_name) {
+		p->cs_name = calloc((size_t)p->sizecode, sizeof *p->cs_name);
+		p->cs_what = calloc((size_t)p->sizecode, sizeof *p->cs_what);
+	}
+	if (p->cs_name && p->cs_what && p->cs_name[pc]) {
+		*what = p->cs_what[pc];
+		return *what ? p->cs_name[pc] : NULL;
+	}
 	struct name_arg na = { vm, m, p };
 	struct puc_nameinfo ni = { vm->lay, p->code, p->sizecode, &na, na_local, na_upval,
-				   na_kstr, na_child_nups, NULL };
+				   na_kstr, na_child_nups };
 	const char *name = NULL;
 	*what = puc_funcname(&ni, pc, &name);
+	if (*what && name)
+		name = intern(name);   /* "?" and literals from the decoder too */
+	if (p->cs_name && p->cs_what) {
+		p->cs_name[pc] = *what && name ? name : "";
+		p->cs_what[pc] = *what && name ? *what : NULL;
+	}
 	return *what ? name : NULL;
 }
 
@@ -1171,7 +1194,22 @@ static int read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *l
 	return 0;
 }
 
+static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts);
+
+/* A stopped thread reads consistently; a running one (--nonblocking) may
+ * tear: read again, up to three times, before counting the sample torn. */
 static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
+{
+	int rc = 0;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		rc = capture_once(vm, t, ts);
+		if (rc < 0 || vm->raw_err != -LS_E_TORN)
+			break;
+	}
+	return rc;
+}
+
+static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
 {
 	const struct puc_layout *lay = vm->lay;
 	struct mem *m = ts->mem ? ts->mem : &t->mem.base;
@@ -1406,8 +1444,25 @@ static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
 	return internf("function <%s:%d>", p->chunk, p->linedefined);
 }
 
+static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+		     struct walk_info *info);
+
+/* Lua-only walks (no native stack to stay consistent with) re-read a
+ * chain that turned out torn, like capture() does. */
 static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
 		    struct walk_info *info)
+{
+	int rc = walk_once(vm, t, ts, out, info);
+	for (int attempt = 0; rc == -LS_E_TORN && ts->native.n == 0 && ts->tid > 0 && attempt < 2;
+	     attempt++) {
+		puc_capture(vm, t, ts);
+		rc = walk_once(vm, t, ts, out, info);
+	}
+	return rc;
+}
+
+static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+		     struct walk_info *info)
 {
 	const struct puc_layout *lay = vm->lay;
 	struct mem *m = ts->mem ? ts->mem : &t->mem.base;
@@ -1494,11 +1549,15 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			struct sym_info si;
 			f->kind = FRAME_C;
 			f->addr = r->cfn;
-			const char *nm = cname_find(vm, r->cfn);
+			/* the symbol (as merge.h names fused C frames), else the
+			 * name the target's package.loaded gives it (stripped) */
+			const char *nm = NULL;
 			symtab_lookup(t->sym, r->cfn, 0, &si);
 			f->module = si.module;
-			if (!nm && si.name && si.func_start == r->cfn)
+			if (si.name && si.func_start == r->cfn)
 				nm = si.name;
+			if (!nm)
+				nm = cname_find(vm, r->cfn);
 			if (!nm && cs)
 				nm = intern(cs);
 			f->name = nm ? nm : internf("[C function 0x%llx]", (unsigned long long)r->cfn);
@@ -1671,7 +1730,7 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		ts->native.n = 0;
 		struct walk_info info;
 		stack_clear(&st);
-		if (puc_walk(vm, t, ts, &st, &info) < 0)
+		if (walk_once(vm, t, ts, &st, &info) < 0)
 			stack_clear(&st);
 		fn(arg, L, what, &st);
 		count++;

@@ -6,8 +6,8 @@
 #
 # PAT is a chain of frame matchers, leaf to root, separated by '|', that
 # must appear contiguously among the non-native (Lua and C) frames of one
-# thread: "lua:NAME@LINE", "lua:NAME", "c:NAME" (NAME is an fnmatch
-# glob). --seq PAT: the matchers (also "native:NAME") must appear in
+# thread: "lua:NAME@LINE", "lua:NAME", "c:NAME" (NAME: fnmatch globs
+# separated by ',', any may match). --seq PAT: the matchers (also "native:NAME") must appear in
 # order, not necessarily adjacent, among all frames of one thread. Each --need must hold in at least --min dumps (the --min given
 # after it; default 1). With --file, every Lua frame of that chunk must
 # lie inside its function: a frame with firstline F needs a range F-B in
@@ -23,7 +23,8 @@ def matcher(s):
 
 def frame_ok(m, f):
     kind, name, line = m
-    if f.get('kind') != kind or not fnmatch.fnmatchcase(f.get('name', ''), name):
+    if f.get('kind') != kind or not any(fnmatch.fnmatchcase(f.get('name', ''), n)
+                                        for n in name.split(',')):
         return False
     return line is None or f.get('line') == line
 

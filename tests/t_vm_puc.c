@@ -105,7 +105,7 @@ static void t_names(void)
 	const struct puc_layout *l54 = puc_layout_find(4, 4);
 	/* GETTABUP 0 _ENV "print"; CALL 0 */
 	uint32_t c1[] = { i54(11, 0, 0, 0, 0), i54(68, 0, 1, 1, 0), i54(70, 0, 1, 0, 0) };
-	struct puc_nameinfo ni = { l54, c1, 3, &fk, f_local, f_up, f_k, NULL, NULL };
+	struct puc_nameinfo ni = { l54, c1, 3, &fk, f_local, f_up, f_k, NULL };
 	what = puc_funcname(&ni, 1, &name);
 	CHECK(what && !strcmp(what, "global") && !strcmp(name, "print"));
 	/* GETUPVAL 0 1; CALL */
@@ -142,7 +142,7 @@ static void t_names(void)
 	/* 5.3: GETTABUP _ENV "print"; CALL; metamethod __index from GETTABLE */
 	const struct puc_layout *l53 = puc_layout_find(3, 6);
 	uint32_t d1[] = { i53(6, 0, 0, 0x100 | 0), i53(36, 0, 1, 1), i53(7, 1, 0, 0x100 | 2) };
-	struct puc_nameinfo n3 = { l53, d1, 3, &fk, f_local, f_up, f_k, NULL, NULL };
+	struct puc_nameinfo n3 = { l53, d1, 3, &fk, f_local, f_up, f_k, NULL };
 	what = puc_funcname(&n3, 1, &name);
 	CHECK(what && !strcmp(what, "global") && !strcmp(name, "print"));
 	what = puc_funcname(&n3, 2, &name);
@@ -150,7 +150,7 @@ static void t_names(void)
 	/* 5.1: GETGLOBAL "print"; CALL */
 	const struct puc_layout *l51 = puc_layout_find(1, 5);
 	uint32_t e1[] = { i53bx(5, 0, 0), i53(28, 0, 1, 1), i53(30, 0, 1, 0) };
-	struct puc_nameinfo n1 = { l51, e1, 3, &fk, f_local, f_up, f_k, NULL, NULL };
+	struct puc_nameinfo n1 = { l51, e1, 3, &fk, f_local, f_up, f_k, NULL };
 	what = puc_funcname(&n1, 1, &name);
 	CHECK(what && !strcmp(what, "global") && !strcmp(name, "print"));
 	CHECK(puc_is_call_op(l51, e1[1]) && !puc_is_call_op(l51, e1[0]));
@@ -178,7 +178,7 @@ static void t_fuzz(void)
 		for (int i = 0; i < 64; i++)
 			abs[i] = (int32_t)((x >> (i % 32)) & 1023) - 10;
 		const struct puc_layout *l = &puc_layouts[round % puc_nlayouts];
-		struct puc_nameinfo ni = { l, code, n, &fk, f_local, f_up, f_k, f_child, NULL };
+		struct puc_nameinfo ni = { l, code, n, &fk, f_local, f_up, f_k, f_child };
 		const char *name;
 		for (int pc = -2; pc < n + 2; pc += 1 + (int)(x % 17))
 			(void)puc_funcname(&ni, pc, &name);
