@@ -183,7 +183,7 @@ static void t_fuzz(void)
 		for (int pc = -2; pc < n + 2; pc += 1 + (int)(x % 17))
 			(void)puc_funcname(&ni, pc, &name);
 		for (int pc = -1; pc <= n; pc++)
-			(void)puc_line54(li, n, abs, (int)(x % 64), 5, pc);
+			(void)puc_line54(li, n, abs, (int)(x % 32), 5, pc);   /* 32 pairs */
 	}
 	CHECK(1);
 }
