@@ -83,7 +83,6 @@ struct vm {
 	const struct puc_layout *lay;
 	int minor, patch;
 	char desc[96];
-	struct target *t;
 	uint64_t ident;
 	const char *lua_module;        /* module holding lua_ident */
 	uint64_t states[MAX_STATES];   /* main lua_States */
@@ -143,7 +142,7 @@ static int read_tstring(const struct puc_layout *lay, struct mem *m, uint64_t a,
 			size_t max)
 {
 	uint8_t h[32];
-	if (!ptr_ok(a) || mem_read(m, a, h, 32) < 0)
+	if (!ptr_ok(a) || lay->ts_data > 32 || mem_read(m, a, h, (size_t)lay->ts_data) < 0)
 		return -1;
 	uint64_t len;
 	if (h[8] != lay->gct_sstr && h[8] != lay->gct_lstr)
@@ -362,7 +361,13 @@ static int table_each(const struct puc_layout *lay, struct mem *m, uint64_t tab,
 		      int (*fn)(void *arg, const char *key, const uint8_t *val), void *arg)
 {
 	uint8_t th[72];
-	if (!ptr_ok(tab) || mem_read(m, tab, th, sizeof th) < 0 || th[8] != lay->gct_table)
+	int tl = lay->t_sizearray + 4;
+	if (lay->t_node + 8 > tl)
+		tl = lay->t_node + 8;
+	if (lay->t_metatable + 8 > tl)
+		tl = lay->t_metatable + 8;
+	if (!ptr_ok(tab) || tl > (int)sizeof th || mem_read(m, tab, th, (size_t)tl) < 0 ||
+	    th[8] != lay->gct_table)
 		return -1;
 	unsigned lsz = th[lay->t_lsizenode];
 	if (lsz > 16)
@@ -765,7 +770,18 @@ static struct puc_proto *proto_get(struct vm *vm, struct mem *m, uint64_t a)
 {
 	const struct puc_layout *lay = vm->lay;
 	uint8_t h[136];
-	if (!ptr_ok(a) || mem_read(m, a, h, 128) < 0 || h[8] != lay->p_tt_value)
+	/* read only as far as the last field: a Proto may end its mapping */
+	int hl = lay->p_source + 8;
+	const int ends[] = { lay->p_k, lay->p_code, lay->p_p, lay->p_upvalues, lay->p_lineinfo,
+			     lay->p_abslineinfo, lay->p_locvars };
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		if (ends[i] + 8 > hl)
+			hl = ends[i] + 8;
+	if (lay->p_nups + 1 > hl)
+		hl = lay->p_nups + 1;
+	if (lay->p_lastlinedefined + 4 > hl)
+		hl = lay->p_lastlinedefined + 4;
+	if (!ptr_ok(a) || hl > 128 || mem_read(m, a, h, (size_t)hl) < 0 || h[8] != lay->p_tt_value)
 		return NULL;
 	uint64_t code = g64(h, lay->p_code), src = g64(h, lay->p_source);
 	int sizecode = (int)g32(h, lay->p_sizecode);
@@ -1087,7 +1103,9 @@ static int read_func(struct vm *vm, struct mem *m, uint64_t func, struct puc_raw
 	}
 	if (tag != lay->tag_lcl && tag != lay->tag_ccl)
 		return -LS_E_TORN;
-	if (!ptr_ok(v) || mem_read(m, v, cl, 48) < 0)
+	/* a Lua closure without upvalues is only 32 bytes (5.2+) */
+	size_t cll = (size_t)(lay->ccl_f > lay->lcl_p ? lay->ccl_f : lay->lcl_p) + 8;
+	if (!ptr_ok(v) || mem_read(m, v, cl, cll) < 0)
 		return -LS_E_TORN;
 	int isC;
 	if (lay->cl_isC >= 0) {
@@ -1805,7 +1823,6 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 	vm->lay = lay;
 	vm->minor = minor;
 	vm->patch = patch;
-	vm->t = t;
 	vm->ident = a;
 	vm->lua_module = mod;
 	snprintf(vm->desc, sizeof vm->desc, "Lua 5.%d.%d%s (%s)", minor, patch < 0 ? 0 : patch,
