@@ -1793,14 +1793,22 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 			 (unsigned long long)a);
 		return -LS_E_UNSUPPORTED;
 	}
+	/* what it says, without the RCS-style decoration: "Lua 5.4.4" */
 	char shown[64];
-	snprintf(shown, sizeof shown, "%.60s", s);
+	const char *lp = strstr(s, "Lua ");
+	if (lp && (strncmp(s, "$Lua: ", 6) == 0 || strncmp(s, "$LuaVersion: ", 13) == 0)) {
+		size_t k = strcspn(lp, " \n$");
+		k += lp[k] == ' ' ? 1 + strcspn(lp + k + 1, " \n$") : 0; /* "Lua" + version */
+		snprintf(shown, sizeof shown, "%.*s", (int)(k < 60 ? k : 60), lp);
+	} else {
+		snprintf(shown, sizeof shown, "%.60s", s);
+	}
 	for (char *c = shown; *c; c++)
-		if (*c == '\n' || *c == '$')
+		if (*c == '\n' || (unsigned char)*c < 32)
 			*c = ' ';
 	int minor, patch;
 	if (puc_ident_parse(s, (size_t)n, &minor, &patch) < 0) {
-		snprintf(why, whylen, "lua_ident in %s reads \"%s\": not a PUC Lua 5.1-5.4 release",
+		snprintf(why, whylen, "lua_ident in %s says \"%s\": not a PUC Lua 5.1-5.4 release",
 			 mod ? mod : "?", shown);
 		return -LS_E_UNSUPPORTED;
 	}
@@ -1827,7 +1835,7 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 	vm->lua_module = mod;
 	snprintf(vm->desc, sizeof vm->desc, "Lua 5.%d.%d%s (%s)", minor, patch < 0 ? 0 : patch,
 		 lay == &puc_layouts[1] ? " (redis)" : "", mod ? mod : "?");
-	msg_debug(1, "puc: lua_ident in %s: \"%s\" -> layout %s [%s]", mod ? mod : "?", shown,
+	msg_debug(1, "puc: lua_ident in %s says \"%s\": layout %s [%s]", mod ? mod : "?", shown,
 		  lay->name, lay->source);
 	find_states(vm, t);
 	if (vm->nstates == 0)
