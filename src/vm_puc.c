@@ -1252,24 +1252,47 @@ static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
 			L = resume_child(vm, m, L);
 		}
 	}
-	int ncoros = vm->ncoros < 512 ? vm->ncoros : 512;
-	for (int i = 0; i < ncoros; i++)
-		seen[nseen++] = vm->coros[vm->ncoros - 1 - i];
-	for (int i = 0; i < nseen; i++) {
-		uint64_t L = seen[i];
-		int dup = 0;
-		for (int k = 0; k < i && !dup; k++)
-			dup = seen[k] == L;
-		if (dup || mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
-			continue;
-		uint64_t ej = g64(lb, lay->L_errorJmp);
-		if (lb[lay->L_status] != 0 || !rsp || ej < rsp || ej >= hi)
-			continue;
-		c[nc].L = L;
-		c[nc].ej = ej;
-		nc++;
+	/* phase 1: main states and their resume chains; phase 2 (only when
+	 * nothing runs here, or the innermost state sits in a C function that
+	 * may lua_resume a coroutine itself, like haproxy): known coroutines */
+	int nfirst = nseen;
+	for (int phase = 0; phase < 2; phase++) {
+		if (phase == 1) {
+			int need = nc == 0;
+			if (!need) {
+				uint64_t ci, func;
+				uint8_t tv[16];
+				need = rd64(m, c[0].L + (uint64_t)lay->L_ci, &ci) < 0 || !ptr_ok(ci) ||
+				       rd64(m, ci + (uint64_t)lay->ci_func, &func) < 0 || !ptr_ok(func) ||
+				       mem_read(m, func, tv, 16) < 0 || tv_tag(lay, tv) != lay->tag_lcl;
+				/* 5.1 has one closure tag: a Lua closure has isC == 0 */
+				if (!need && lay->cl_isC >= 0) {
+					uint8_t isc = 1;
+					need = rd8(m, g64(tv, 0) + (uint64_t)lay->cl_isC, &isc) < 0 || isc != 0;
+				}
+			}
+			if (!need)
+				break;
+			int ncoros = vm->ncoros < 512 ? vm->ncoros : 512;
+			for (int i = 0; i < ncoros; i++)
+				seen[nseen++] = vm->coros[vm->ncoros - 1 - i];
+		}
+		for (int i = phase ? nfirst : 0; i < (phase ? nseen : nfirst); i++) {
+			uint64_t L = seen[i];
+			int dup = 0;
+			for (int k = 0; k < i && !dup; k++)
+				dup = seen[k] == L;
+			if (dup || mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
+				continue;
+			uint64_t ej = g64(lb, lay->L_errorJmp);
+			if (lb[lay->L_status] != 0 || !rsp || ej < rsp || ej >= hi)
+				continue;
+			c[nc].L = L;
+			c[nc].ej = ej;
+			nc++;
+		}
+		qsort(c, (size_t)nc, sizeof *c, cand_cmp);
 	}
-	qsort(c, (size_t)nc, sizeof *c, cand_cmp);
 	if (nc == 0 && ts->tid == t->pid) {
 		/* a host calling Lua without a protected call: resume chain only */
 		for (int s = 0; s < vm->nstates && !nc; s++) {
