@@ -1184,8 +1184,10 @@ static int read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *l
 			if (!ptr_ok(ci) || mem_read(m, ci, cb, (size_t)lay->ci_size) < 0)
 				return -LS_E_TORN;
 			uint64_t func = g64(cb, lay->ci_func);
-			/* 5.4.5+ relstack(): offsets instead of pointers mid-realloc */
-			if (func < (1ull << 32) || func < stack || func > last + 5 * 16)
+			/* 5.4.5+ relstack() turns pointers into byte offsets from the
+			 * old stack while it reallocates: small values, below any
+			 * stack address (not "< 4 GiB": non-PIE heaps live there) */
+			if (func < stack || func > last + 5 * 16)
 				return -LS_E_TORN;
 			r.L = L;
 			r.ci = ci;
@@ -1514,6 +1516,8 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 	if (vm->raw_tid == ts->tid && vm->raw_err)
 		return vm->raw_err;
 	int n = vm->nraw;
+	if (n == 0 && !t->sym)
+		return 0;
 	if (n == 0) {
 		/* luaV_execute on the stack but no state for it: a state or a
 		 * coroutine born after the last scan; rescan, rate-limited */
@@ -1593,7 +1597,9 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 			/* the symbol (as merge.h names fused C frames), else the
 			 * name the target's package.loaded gives it (stripped) */
 			const char *nm = NULL;
-			symtab_lookup(t->sym, r->cfn, 0, &si);
+			memset(&si, 0, sizeof si);
+			if (t->sym)   /* NULL: synthetic images (puc_walk_image) */
+				symtab_lookup(t->sym, r->cfn, 0, &si);
 			f->module = si.module;
 			if (si.name && si.func_start == r->cfn)
 				nm = si.name;
@@ -1781,6 +1787,39 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	stack_free(&st);
 	free(ts);
 	return count;
+}
+
+/* ---- synthetic images (unit tests) ---------------------------------------- */
+
+int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, struct stack *out)
+{
+	struct vm *vm = calloc(1, sizeof *vm);
+	struct thread_snap *ts = calloc(1, sizeof *ts);
+	struct target t;
+	uint8_t lb[256];
+	int rc;
+	if (!vm || !ts) {
+		free(vm);
+		free(ts);
+		return -LS_E_NOMEM;
+	}
+	memset(&t, 0, sizeof t);
+	vm->lay = lay;
+	ts->tid = -1;
+	ts->mem = m;
+	vm->raw_tid = -1;
+	stack_clear(out);
+	if (lay->L_size > (int)sizeof lb || mem_read(m, L, lb, (size_t)lay->L_size) < 0)
+		rc = -LS_E_FAULT;
+	else if ((rc = read_chain(vm, m, L, lb)) == 0) {
+		struct walk_info info;
+		rc = walk_once(vm, &t, ts, out, &info);
+	}
+	for (int i = 0; i < PROTO_CACHE; i++)
+		proto_free(vm->pcache[i]);
+	free(vm);
+	free(ts);
+	return rc;
 }
 
 /* ---- probe ------------------------------------------------------------------ */

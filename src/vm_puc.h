@@ -125,4 +125,10 @@ const char *puc_funcname(const struct puc_nameinfo *ni, int pc, const char **nam
 /* Instruction at PC is a call (CALL/TAILCALL; used by the 5.1 segment rule). */
 int puc_is_call_op(const struct puc_layout *lay, uint32_t ins);
 
+/* Unit tests: walk lua_State L of layout LAY in memory M (a synthetic
+ * image) as capture()+walk() would, without a process, symbols or native
+ * frames. Lua and C frames into OUT, innermost first. 0 or -LS_E_*. */
+struct stack;
+int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, struct stack *out);
+
 #endif

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "err.h"
+#include "frame.h"
+#include "proc_mem.h"
 #include "vm_puc.h"
 
 static int fails;
@@ -188,6 +191,114 @@ static void t_fuzz(void)
 	CHECK(1);
 }
 
+/* A synthetic Lua 5.4 process image: lua_State, two CallInfos (a Lua
+ * function at pc 1 = "CALL" of a global 'print', and the C function it
+ * called), closure, Proto with relative line info, strings. Then the
+ * same image with a CallInfo cycle and with torn tags. */
+static uint8_t img[8][512];
+static void put64(int r, int off, uint64_t v) { memcpy(&img[r][off], &v, 8); }
+static void put32(int r, int off, uint32_t v) { memcpy(&img[r][off], &v, 4); }
+static void put16(int r, int off, uint16_t v) { memcpy(&img[r][off], &v, 2); }
+
+static void t_image(void)
+{
+	enum { RL, RSTK, RCI, RCL, RP, RCODE, RSTR, RK };
+	const uint64_t A[8] = { 0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000, 0x80000 };
+	const struct puc_layout *l = puc_layout_find(4, 4);
+	memset(img, 0, sizeof img);
+	/* lua_State */
+	img[RL][8] = 8;
+	put64(RL, l->L_top, A[RSTK] + 64);
+	put64(RL, l->L_ci, A[RCI] + 64);              /* the C frame */
+	put64(RL, l->L_stack, A[RSTK]);
+	put64(RL, l->L_stack_last, A[RSTK] + 400);
+	/* stack: slot 1 = Lua closure, slot 3 = light C function */
+	put64(RSTK, 16, A[RCL]);
+	img[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
+	put64(RSTK, 48, 0x401000);
+	img[RSTK][48 + 8] = (uint8_t)l->tag_lcf;
+	/* ci 0 (Lua, FRESH) and ci 1 (C) */
+	put64(RCI, l->ci_func, A[RSTK] + 16);
+	put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
+	put64(RCI, l->ci_savedpc, A[RCODE] + 8);      /* pc 1 */
+	put16(RCI, l->ci_callstatus, (uint16_t)l->cist_fresh);
+	put64(RCI, 64 + l->ci_func, A[RSTK] + 48);
+	put64(RCI, 64 + l->ci_previous, A[RCI]);
+	put16(RCI, 64 + l->ci_callstatus, (uint16_t)l->cist_c);
+	/* closure */
+	img[RCL][8] = (uint8_t)l->gct_lcl;
+	put64(RCL, l->lcl_p, A[RP]);
+	/* Proto: 3 instructions, lines 11 11 12, defined at 10 */
+	img[RP][8] = (uint8_t)l->p_tt_value;
+	put32(RP, l->p_sizecode, 3);
+	put32(RP, l->p_sizelineinfo, 3);
+	put32(RP, l->p_linedefined, 10);
+	put32(RP, l->p_lastlinedefined, 14);
+	put32(RP, l->p_sizeupvalues, 1);
+	put32(RP, l->p_sizek, 1);
+	put64(RP, l->p_code, A[RCODE]);
+	put64(RP, l->p_lineinfo, A[RCODE] + 64);
+	put64(RP, l->p_upvalues, A[RCODE] + 128);
+	put64(RP, l->p_k, A[RK]);
+	put64(RP, l->p_source, A[RSTR]);
+	put32(RCODE, 0, i54(11, 0, 0, 0, 0));         /* GETTABUP 0 _ENV k0 */
+	put32(RCODE, 4, i54(68, 0, 1, 1, 0));         /* CALL 0 */
+	put32(RCODE, 8, i54(70, 0, 1, 0, 0));         /* RETURN */
+	img[RCODE][64] = 1, img[RCODE][65] = 0, img[RCODE][66] = 1;
+	put64(RCODE, 128, A[RSTR] + 64);              /* upvalue 0 named "_ENV" */
+	/* strings: "@test.lua", "_ENV", "print" (short) */
+	const char *str[3] = { "@test.lua", "_ENV", "print" };
+	for (int i = 0; i < 3; i++) {
+		img[RSTR][64 * i + 8] = (uint8_t)l->gct_sstr;
+		img[RSTR][64 * i + 11] = (uint8_t)strlen(str[i]);
+		memcpy(&img[RSTR][64 * i + 24], str[i], strlen(str[i]));
+	}
+	put64(RK, 0, A[RSTR] + 128);
+	img[RK][8] = (uint8_t)l->tag_sstr;
+	struct mem_region r[8];
+	for (int i = 0; i < 8; i++)
+		r[i] = (struct mem_region){ A[i], img[i], sizeof img[i] };
+	struct mem_image im;
+	mem_image_init(&im, r, 8);
+	struct stack st = { 0 };
+	int rc = puc_walk_image(l, &im.base, A[RL], &st);
+	if (rc != 0 || st.n != 2)
+		fprintf(stderr, "image walk: rc %d (%s), %d frames\n", rc, err_text(rc), st.n);
+	CHECK(rc == 0 && st.n == 2);
+	if (rc == 0 && st.n == 2) {
+		CHECK(st.f[0].kind == FRAME_C && !strcmp(st.f[0].name, "print") && st.f[0].addr == 0x401000);
+		CHECK(st.f[1].kind == FRAME_LUA && st.f[1].line == 11 && st.f[1].firstline == 10 &&
+		      !strcmp(st.f[1].file, "test.lua") && !strcmp(st.f[1].name, "function <test.lua:10>"));
+	}
+	/* a CallInfo cycle: bounded, never a loop */
+	put64(RCI, l->ci_previous, A[RCI] + 64);
+	rc = puc_walk_image(l, &im.base, A[RL], &st);
+	CHECK(rc <= 0 && st.n <= 1100);
+	put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
+	/* torn: the Lua slot's tag says C closure, or a 5.4.5+ relative func */
+	img[RSTK][16 + 8] = (uint8_t)l->tag_ccl;
+	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
+	img[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
+	put64(RCI, l->ci_func, 16);
+	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
+	put64(RCI, l->ci_func, A[RSTK] + 16);
+	/* savedpc outside the code */
+	put64(RCI, l->ci_savedpc, A[RCODE] + 400);
+	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
+	put64(RCI, l->ci_savedpc, A[RCODE] + 8);
+	/* garbage everywhere: random bytes in every region, never a crash */
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (int round = 0; round < 3000; round++) {
+		int reg = (int)(x % 8);
+		for (int k = 0; k < 6; k++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			img[reg][x % 512] = (uint8_t)(x >> 40);
+		}
+		(void)puc_walk_image(&puc_layouts[round % puc_nlayouts], &im.base, A[RL], &st);
+	}
+	stack_free(&st);
+}
+
 /* --rows MINOR PATCH: the row's offsets as "struct field offset" lines,
  * named as in the DWARF (tests/puc-layout-dwarf.test compares them). */
 static int print_rows(int minor, int patch)
@@ -264,6 +375,7 @@ int main(int argc, char **argv)
 	t_line54();
 	t_names();
 	t_fuzz();
+	t_image();
 	if (fails) {
 		fprintf(stderr, "t_vm_puc: %d failure(s)\n", fails);
 		return 1;
