@@ -72,7 +72,7 @@ static void fx_hostile_frames(struct frame *f)
 }
 
 /* 110 samples: tid 42 gets 50 + 30 + 10, tid 43 gets 5 + 15. */
-static int fixture_hostile(struct profile *p)
+__attribute__((unused)) static int fixture_hostile(struct profile *p)
 {
 	struct frame f[FX_N];
 	fx_hostile_frames(f);
@@ -108,7 +108,7 @@ static uint64_t fx_rand(uint64_t *s)
 
 /* A main loop calling a few workloads: recursive fib (partly JIT
  * compiled), string building with C calls, table sorting, and GC. */
-static int fixture_demo(struct profile *p)
+__attribute__((unused)) static int fixture_demo(struct profile *p)
 {
 	static const char *const work[] = { "handle_request", "render_page",
 		"parse_json", "update_stats" };
@@ -178,7 +178,7 @@ static int fixture_demo(struct profile *p)
 }
 
 /* NSTACKS distinct stacks of DEPTH frames. */
-static int fixture_big(struct profile *p, int nstacks, int depth)
+__attribute__((unused)) static int fixture_big(struct profile *p, int nstacks, int depth)
 {
 	enum { POOL = 2000 };
 	static const char *names[POOL], *files[16];
