@@ -1,7 +1,7 @@
-/* examples/sandwich.c: a Lua C module for the bundled example: Lua calls
+/* examples/sandwich.c: a Lua C module (csandwich) for the bundled example: Lua calls
  * C, C calls back into Lua. Works with LuaJIT and PUC Lua 5.1-5.4.
- *   sandwich.fib(n)          recursive Fibonacci in C
- *   sandwich.each(n, fn)     calls the Lua function fn(i) n times (lua_call)
+ *   csandwich.fib(n)         recursive Fibonacci in C
+ *   csandwich.each(n, fn)    calls the Lua function fn(i) n times (lua_call)
  */
 #include <lua.h>
 #include <lauxlib.h>
@@ -33,7 +33,7 @@ static int l_each(lua_State *L)
 	return 1;
 }
 
-int luaopen_sandwich(lua_State *L)
+int luaopen_csandwich(lua_State *L)
 {
 	lua_newtable(L);
 	lua_pushcfunction(L, l_fib);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <gelf.h>
+#include <elfutils/libdw.h>
 #include "elf_sym.h"
 #include "err.h"
 #include "intern.h"
@@ -142,6 +143,24 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 		out->func_start = a - off;
 		out->func_end = out->func_start + sym.st_size;
 		*found = 1;
+	}
+	if (!out->func_start) {
+		/* no sized symbol (stripped static function): the CFI entry
+		 * that covers the address still tells where the function starts */
+		Dwarf_Addr cbias = 0;
+		Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &cbias);
+		if (!cfi)
+			cfi = dwfl_module_dwarf_cfi(mod, &cbias);
+		Dwarf_Frame *fr = NULL;
+		if (cfi && dwarf_cfi_addrframe(cfi, a - cbias, &fr) == 0) {
+			Dwarf_Addr start, end;
+			if (dwarf_frame_info(fr, &start, &end, NULL) >= 0 && start <= a - cbias &&
+			    a - cbias < end) {
+				out->func_start = start + cbias;
+				out->func_end = end + cbias;
+			}
+			free(fr);
+		}
 	}
 	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
 	if (ln) {

@@ -23,8 +23,9 @@ struct sym_info {
 	const char *module;   /* interned module basename, or NULL (no module) */
 	const char *file;     /* interned source file (DWARF), or NULL */
 	int line;             /* source line (DWARF), or 0 */
-	uint64_t func_start;  /* symbol start address, or 0 */
-	uint64_t func_end;    /* symbol end address (start+size), or 0 */
+	uint64_t func_start;  /* symbol start address; without a symbol, the start of
+	                       * the CFI entry (FDE) covering the pc; 0 = unknown */
+	uint64_t func_end;    /* end of the same range, or 0 */
 };
 
 /* Open the modules of PID (reads /proc/PID/maps). Returns 0 and *OUT or

@@ -87,8 +87,8 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		if (cmatch[i] >= 0) {
 			const struct frame *c = &segs[cmatch[i]].f[0];
 			fr.kind = FRAME_C;
-			if (fr.name[0] == '[')
-				fr.name = c->name;
+			if (fr.name[0] == '[' && c->name)
+				fr.name = c->name; /* stripped: the Lua side knows it better */
 		}
 		stack_push(out, &fr);
 	}

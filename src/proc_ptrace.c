@@ -63,6 +63,8 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 {
 	memset(st, 0, sizeof *st);
 	st->tid = tid;
+	if (ptrace_is_pending(tid))
+		return -LS_E_BUSY; /* still seized from a stop that timed out */
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		if (errno == EPERM)
 			return -LS_E_PERM;
@@ -95,6 +97,14 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+int ptrace_is_pending(pid_t tid)
+{
+	for (int i = 0; i < npending; i++)
+		if (pending[i] == tid)
+			return 1;
+	return 0;
 }
 
 int ptrace_getregs(pid_t tid, struct user_regs_struct *regs)

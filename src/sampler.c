@@ -57,8 +57,33 @@ void target_close(struct target *t)
 	free(t);
 }
 
+ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (ts->xlen + len > SNAP_COPY_MAX || ts->ov.n >= MEM_OVERLAY_REGIONS)
+		return -LS_E_NOMEM;
+	if (!ts->xbuf) {
+		ts->xbuf = malloc(SNAP_COPY_MAX);
+		if (!ts->xbuf)
+			return -LS_E_NOMEM;
+		ts->xcap = SNAP_COPY_MAX;
+	}
+	uint8_t *dst = ts->xbuf + ts->xlen;
+	ssize_t n = t->mem.base.read(&t->mem.base, addr, dst, len);
+	if (n <= 0)
+		return n < 0 ? n : -LS_E_FAULT;
+	if (mem_overlay_add(&ts->ov, addr, dst, (size_t)n) < 0)
+		return (ssize_t)n; /* overlaps a region copied already: reads still work */
+	ts->xlen += (size_t)n;
+	return n;
+}
+
 void thread_snap_free(struct thread_snap *ts)
 {
+	free(ts->xbuf);
+	ts->xbuf = NULL;
+	ts->xlen = ts->xcap = 0;
 	free(ts->stack);
 	ts->stack = NULL;
 	ts->stack_len = 0;
@@ -106,6 +131,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state,
 	ts->tid = tid;
 	ts->state = state;
 	ts->stack_len = 0;
+	ts->xlen = 0;
 	memset(&ts->regs, 0, sizeof ts->regs);
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	if (stats)

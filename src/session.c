@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,11 +85,23 @@ static void check_child(struct session *s)
 		s->child_reaped = 1;
 		return;
 	}
-	pid_t r = waitpid(s->child, &status, WNOHANG);
-	if (r == s->child) {
-		s->child_status = status;
-		s->child_reaped = 1;
+	/* The child's main thread may still be seized from a stop that timed
+	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours. */
+	ptrace_reap_pending();
+	if (ptrace_is_pending(s->child))
+		return;
+	pid_t r = waitpid(s->child, &status, WNOHANG | __WALL);
+	if (r != s->child)
+		return;
+	if (WIFSTOPPED(status)) {
+		/* a stray ptrace stop (never expected: we are detached between
+		 * samples); let it go with its signal */
+		int event = (unsigned)status >> 16;
+		ptrace(PTRACE_DETACH, s->child, 0, (void *)(long)(event ? 0 : WSTOPSIG(status)));
+		return;
 	}
+	s->child_status = status;
+	s->child_reaped = 1;
 }
 
 static int child_exit_code(int status)
@@ -431,7 +444,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 	uint64_t start = time_now_ns();
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
 	uint64_t next = start, next_tick = start + tick_ns, next_lag_msg = start + 1000000000ull;
-	uint64_t late_reported = 0;
+	uint64_t late_reported = 0, max_lag = 0;
 	for (;;) {
 		if (session_stop_signal)
 			return END_SIGNAL;
@@ -452,12 +465,17 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				sleep_ns(until - now);
 			continue;
 		}
-		if (now - next > period) {
-			uint64_t behind = (now - next) / period;
+		uint64_t lag = now - next;
+		if (lag > period) {
+			/* more than one interval behind: skip the missed ticks */
+			uint64_t behind = lag / period;
 			s->st.late += behind;
 			next += behind * period;
+			if (lag > max_lag)
+				max_lag = lag;
 		}
 		next += period;
+		int first = s->st.ticks == 0;
 		/* one tick: every target's threads */
 		s->st.ticks++;
 		s->st.threads = 0;
@@ -479,16 +497,22 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				alive++;
 		}
 		s->st.targets = lua;
+		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
+			next = time_now_ns() + period;
 		ptrace_reap_pending();
 		check_child(s);
 		if (s->child && s->child_reaped)
 			return END_EXITED;
 		if (!alive)
 			return END_EXITED;
-		if (s->st.late > late_reported && now >= next_lag_msg) {
-			msg_error("falling behind: %llu samples late so far (%.1f ms lag); lower the rate with -r",
-				  (unsigned long long)s->st.late, (double)(time_now_ns() - next + period) / 1e6);
+		/* say so at most once a second, when more than 1% of ticks are late */
+		if (now >= next_lag_msg) {
+			uint64_t nlate = s->st.late - late_reported;
+			if (nlate * 100 > (uint64_t)s->o.rate_hz)
+				msg_error("falling behind: %llu samples late in the last second (up to %.1f ms lag); lower the rate with -r",
+					  (unsigned long long)nlate, (double)max_lag / 1e6);
 			late_reported = s->st.late;
+			max_lag = 0;
 			next_lag_msg = now + 1000000000ull;
 		}
 	}

@@ -1,7 +1,8 @@
 /* unwind.h: native unwinding behind one small interface.
  *
  * The backend (unwind_libdw.c: libdw's DWARF CFI unwinder over
- * .eh_frame/.debug_frame, vDSO included) walks a thread's native stack
+ * .eh_frame/.debug_frame, vDSO included; unwind_libunwind.c for
+ * comparison) walks a thread's native stack
  * from its registers, reading memory through a struct mem: normally an
  * overlay of the stack copy taken while the thread was stopped, so the
  * thread can be resumed before unwinding. Code with no CFI (LuaJIT trace
@@ -50,6 +51,9 @@ struct unwinder;
 /* Create an unwinder for the process whose modules S knows. 0 or -LS_E_*. */
 int unwind_open(struct symtab *s, struct unwinder **out);
 void unwind_close(struct unwinder *u);
+/* Name of the backend in use: "libdw" (default) or "libunwind"
+ * (environment LUASPY_UNWINDER=libunwind, for benchmarks). */
+const char *unwind_backend_name(const struct unwinder *u);
 
 /* Unwind thread TID from REGS reading memory through M (bounded to
  * UNWIND_MAX_FRAMES). Fills OUT. Returns frames found (>= 1 when REGS has

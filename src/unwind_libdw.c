@@ -9,6 +9,7 @@
 #include "err.h"
 #include "proc_maps.h"
 #include "unwind.h"
+#include "unwind_backend.h"
 
 /* x86_64 DWARF register numbers */
 #define DW_RBX 3
@@ -17,7 +18,7 @@
 #define DW_R12 12
 #define DW_RIP 16
 
-struct unwinder {
+struct libdw_unwinder {
 	struct symtab *sym;
 	int attached;
 	/* per-call state */
@@ -35,14 +36,14 @@ static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 
 static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 {
-	struct unwinder *u = arg;
+	struct libdw_unwinder *u = arg;
 	*thread_argp = u;
 	return tid == u->tid;
 }
 
 static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
-	struct unwinder *u = arg;
+	struct libdw_unwinder *u = arg;
 	uint64_t v;
 	if (mem_read_u64(u->mem, addr, &v) < 0)
 		return false;
@@ -52,7 +53,7 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
-	struct unwinder *u = arg;
+	struct libdw_unwinder *u = arg;
 	return dwfl_thread_state_registers(thread, 0, 17, u->dwregs);
 }
 
@@ -65,7 +66,7 @@ static const Dwfl_Thread_Callbacks callbacks = {
 
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
-	struct unwinder *u = arg;
+	struct libdw_unwinder *u = arg;
 	struct native_stack *out = u->out;
 	if (out->n >= UNWIND_MAX_FRAMES) {
 		out->truncated = 1;
@@ -100,9 +101,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
-int unwind_open(struct symtab *s, struct unwinder **out)
+static int ldw_open(struct symtab *s, void **out)
 {
-	struct unwinder *u = calloc(1, sizeof *u);
+	struct libdw_unwinder *u = calloc(1, sizeof *u);
 	if (!u)
 		return -LS_E_NOMEM;
 	u->sym = s;
@@ -110,12 +111,12 @@ int unwind_open(struct symtab *s, struct unwinder **out)
 	return 0;
 }
 
-void unwind_close(struct unwinder *u)
+static void ldw_close(void *impl)
 {
-	free(u);
+	free(impl);
 }
 
-static void set_regs(struct unwinder *u, const struct user_regs_struct *r)
+static void set_regs(struct libdw_unwinder *u, const struct user_regs_struct *r)
 {
 	Dwarf_Word *d = u->dwregs;
 	d[0] = r->rax; d[1] = r->rdx; d[2] = r->rcx; d[3] = r->rbx;
@@ -125,98 +126,29 @@ static void set_regs(struct unwinder *u, const struct user_regs_struct *r)
 	d[16] = r->rip;
 }
 
-static int default_restart(const struct proc_maps *maps, uint64_t addr)
+/* Walk from REGS, appending frames to OUT (from OUT->n on). Returns 0 when
+ * the outermost frame was reached, -1 when the walk stopped on an error. */
+static int ldw_walk(void *impl, pid_t tid, const struct user_regs_struct *regs, struct mem *m,
+		    int first_is_retaddr, struct native_stack *out)
 {
-	const struct proc_map *m = proc_maps_find(maps, addr);
-	return m && (m->perms & MAP_X) && proc_map_is_file(m);
-}
-
-/* Does the last frame sit in code we have no CFI for? */
-static int in_nocfi(struct unwinder *u, uint64_t pc)
-{
-	return dwfl_addrmodule(symtab_dwfl(u->sym), pc) == NULL;
-}
-
-int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
-		 struct mem *m, unwind_restart_fn restart, void *arg, struct native_stack *out)
-{
+	struct libdw_unwinder *u = impl;
 	Dwfl *dwfl = symtab_dwfl(u->sym);
 	if (!u->attached) {
 		if (!dwfl_attach_state(dwfl, NULL, symtab_pid(u->sym), &callbacks, u))
-			return -LS_E_UNWIND;
+			return -1;
 		u->attached = 1;
 	}
-	out->n = 0;
-	out->truncated = 0;
 	u->tid = tid;
 	u->mem = m;
 	u->out = out;
-	u->restart_mode = 0;
+	u->restart_mode = first_is_retaddr;
 	set_regs(u, regs);
-	const struct proc_maps *maps = symtab_maps(u->sym);
-	for (int round = 0; round < 8; round++) {
-		int start = out->n;
-		int rc = dwfl_getthread_frames(dwfl, tid, frame_cb, u);
-		if (out->n == start) {
-			/* not even the first frame: record the pc alone */
-			if (round == 0 && out->n < UNWIND_MAX_FRAMES) {
-				memset(&out->f[0], 0, sizeof out->f[0]);
-				out->f[0].pc = regs->rip;
-				out->f[0].sp = regs->rsp;
-				out->f[0].flags = NF_LEAF | NF_NOCFI;
-				out->n = 1;
-			}
-			break;
-		}
-		if (out->n >= UNWIND_MAX_FRAMES)
-			break;
-		struct native_frame *last = &out->f[out->n - 1];
-		if (rc == 0 && !(round == 0 && out->n == 1 && !in_nocfi(u, last->pc)))
-			break; /* reached the outermost frame */
-		if (!in_nocfi(u, last->pc)) {
-			/* A leaf whose CFI does not describe it (an internal
-			 * subroutine of hand-written VM code, such as LuaJIT's
-			 * lj_vm_mod called inside the interpreter's frame): try it as
-			 * a frameless leaf, return address at [rsp]. */
-			uint64_t w;
-			if (round == 0 && out->n == 1 && mem_read_u64(m, regs->rsp, &w) == 0 &&
-			    default_restart(maps, w)) {
-				struct user_regs_struct r2 = *regs;
-				r2.rip = w;
-				r2.rsp = regs->rsp + 8;
-				set_regs(u, &r2);
-				u->restart_mode = 1;
-				continue;
-			}
-			out->truncated = 1;
-			break;
-		}
-		last->flags |= NF_NOCFI;
-		/* scan the stack upwards for a return address to restart at */
-		uint64_t sp = last->sp, found = 0, where = 0;
-		for (int i = 0; i < 4096 && sp; i++, sp += 8) {
-			uint64_t w;
-			if (mem_read_u64(m, sp, &w) < 0)
-				break;
-			if (restart ? restart(arg, w) : default_restart(maps, w)) {
-				found = w;
-				where = sp;
-				break;
-			}
-		}
-		if (!found) {
-			out->truncated = 1;
-			break;
-		}
-		struct user_regs_struct r2 = *regs;
-		r2.rip = found;
-		r2.rsp = where + 8;
-		set_regs(u, &r2);
-		/* the restarted leaf is a return address: mark it so symbolization uses pc-1 */
-		u->restart_mode = 1;
-	}
-	/* frames after a restart's first are ordinary; fix the leaf flag of restarts */
-	for (int i = 1; i < out->n; i++)
-		out->f[i].flags &= ~NF_LEAF;
-	return out->n;
+	return dwfl_getthread_frames(dwfl, tid, frame_cb, u) == 0 ? 0 : -1;
 }
+
+const struct unwind_backend unwind_libdw_backend = {
+	.name = "libdw",
+	.open = ldw_open,
+	.close = ldw_close,
+	.walk = ldw_walk,
+};

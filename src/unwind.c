@@ -1,0 +1,134 @@
+/* unwind.c: native unwinding policy over a backend (libdw by default,
+ * libunwind-ptrace with LUASPY_UNWINDER=libunwind for comparison):
+ * frameless leaves inside hand-written VM code, restarts after code with
+ * no CFI (JIT traces), hard bounds. */
+#include <stdlib.h>
+#include <string.h>
+#include "elf_sym.h"
+#include "err.h"
+#include "proc_maps.h"
+#include "unwind.h"
+#include "unwind_backend.h"
+
+struct unwinder {
+	const struct unwind_backend *b;
+	void *impl;
+	struct symtab *sym;
+};
+
+int unwind_open(struct symtab *s, struct unwinder **out)
+{
+	struct unwinder *u = calloc(1, sizeof *u);
+	if (!u)
+		return -LS_E_NOMEM;
+	const char *want = getenv("LUASPY_UNWINDER");
+	u->b = want && !strcmp(want, "libunwind") ? &unwind_libunwind_backend : &unwind_libdw_backend;
+	u->sym = s;
+	int rc = u->b->open(s, &u->impl);
+	if (rc < 0) {
+		free(u);
+		return rc;
+	}
+	*out = u;
+	return 0;
+}
+
+void unwind_close(struct unwinder *u)
+{
+	if (!u)
+		return;
+	u->b->close(u->impl);
+	free(u);
+}
+
+const char *unwind_backend_name(const struct unwinder *u)
+{
+	return u->b->name;
+}
+
+/* Is ADDR in an executable, file-backed mapping? */
+static int in_file_code(const struct proc_maps *maps, uint64_t addr)
+{
+	const struct proc_map *m = proc_maps_find(maps, addr);
+	return m && (m->perms & MAP_X) && proc_map_is_file(m);
+}
+
+/* Is PC in code the backend has no CFI for (no ELF module)? */
+static int no_module(struct unwinder *u, uint64_t pc)
+{
+	return dwfl_addrmodule(symtab_dwfl(u->sym), pc) == NULL;
+}
+
+int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
+		 struct mem *m, unwind_restart_fn restart, void *arg, struct native_stack *out)
+{
+	out->n = 0;
+	out->truncated = 0;
+	const struct proc_maps *maps = symtab_maps(u->sym);
+	struct user_regs_struct r = *regs;
+	int retaddr = 0;
+	for (int round = 0; round < 8 && out->n < UNWIND_MAX_FRAMES; round++) {
+		int start = out->n;
+		int rc = u->b->walk(u->impl, tid, &r, m, retaddr, out);
+		if (out->n == start) {
+			if (round == 0) { /* not even the first frame: keep the pc alone */
+				memset(&out->f[0], 0, sizeof out->f[0]);
+				out->f[0].pc = regs->rip;
+				out->f[0].sp = regs->rsp;
+				out->f[0].flags = NF_LEAF | NF_NOCFI;
+				out->n = 1;
+			}
+			out->truncated = 1;
+			break;
+		}
+		if (out->n >= UNWIND_MAX_FRAMES) {
+			out->truncated = 1;
+			break;
+		}
+		struct native_frame *last = &out->f[out->n - 1];
+		int lone_leaf = round == 0 && out->n == 1;
+		if (rc == 0 && !(lone_leaf && !no_module(u, last->pc)))
+			break; /* reached the outermost frame */
+		if (!no_module(u, last->pc)) {
+			/* A leaf the CFI does not describe: an internal subroutine of
+			 * hand-written VM code (LuaJIT's lj_vm_mod runs inside the
+			 * interpreter's frame after a call). Try it as a frameless
+			 * leaf: return address at [rsp]. */
+			uint64_t w;
+			if (lone_leaf && mem_read_u64(m, regs->rsp, &w) == 0 && in_file_code(maps, w)) {
+				r = *regs;
+				r.rip = w;
+				r.rsp = regs->rsp + 8;
+				retaddr = 1;
+				continue;
+			}
+			out->truncated = 1;
+			break;
+		}
+		/* Code with no CFI (JIT traces): scan the stack upwards for a
+		 * return address to restart at (sampling.md, "JIT traces"). */
+		last->flags |= NF_NOCFI;
+		uint64_t sp = last->sp, found = 0, where = 0;
+		for (int i = 0; i < 4096 && sp; i++, sp += 8) {
+			uint64_t w;
+			if (mem_read_u64(m, sp, &w) < 0)
+				break;
+			if (restart ? restart(arg, w) : in_file_code(maps, w)) {
+				found = w;
+				where = sp;
+				break;
+			}
+		}
+		if (!found) {
+			out->truncated = 1;
+			break;
+		}
+		r = *regs;
+		r.rip = found;
+		r.rsp = where + 8;
+		retaddr = 1;
+	}
+	for (int i = 1; i < out->n; i++)
+		out->f[i].flags &= ~NF_LEAF;
+	return out->n;
+}
