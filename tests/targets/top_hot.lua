@@ -1,0 +1,19 @@
+-- tests/targets/top_hot.lua: a busy loop for `luaspy top` where hot()
+-- does 80 % of the work and warm() 20 %. Each loop body is one line, so
+-- per-line rows are "hot (top_hot.lua:7)" and "warm (top_hot.lua:11)",
+-- per-function rows "hot (top_hot.lua:6)" and "warm (top_hot.lua:10)".
+-- Runs for arg[1] seconds of CPU (default 20).
+function hot(n)
+  local s = 0 for i = 1, n do s = s + i * 0.5 end
+  return s
+end
+function warm(n)
+  local s = 0 for i = 1, n do s = s + i * 0.5 end
+  return s
+end
+local seconds = tonumber(arg and arg[1]) or 20
+local t0, acc = os.clock(), 0
+while os.clock() - t0 < seconds do
+  acc = acc + hot(400000) + warm(100000)
+end
+print(acc > 0)
