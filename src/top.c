@@ -229,6 +229,34 @@ static void stats_since(struct session_stats *d, const struct session_stats *now
 		d->err_by_kind[i] -= base->err_by_kind[i];
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Distinct threads in the profile (sampled since the last reset). */
+static int count_tids(const struct profile *p)
+{
+	size_t n = profile_nstacks(p);
+	pid_t *tids = malloc((n ? n : 1) * sizeof *tids);
+	if (!tids)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const uint32_t *ids;
+		size_t depth;
+		uint64_t count;
+		profile_stack(p, i, &tids[i], &ids, &depth, &count);
+	}
+	qsort(tids, n, sizeof *tids, cmp_pid);
+	int k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || tids[i] != tids[i - 1])
+			k++;
+	free(tids);
+	return k;
+}
+
 /* Take a snapshot: count own/total per row over every profile stack,
  * fill and sort the view. On memory failure keeps the old view. */
 static void top_recount(struct top *t)
@@ -274,6 +302,7 @@ static void top_recount(struct top *t)
 			a->rows[leaf].own += count;
 	}
 	t->snap_total = profile_total(t->p);
+	t->snap.threads = count_tids(t->p);
 	t->nview = 0;
 	for (size_t i = 0; i < a->nrows; i++)
 		if (a->rows[i].total)
