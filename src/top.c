@@ -326,6 +326,16 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+/* Samples per second per thread actually reached in the snapshot: a
+ * thread is sampled once per tick, and ticks fall behind -r when the
+ * machine is busy, so count / rate is the time a row really ran. */
+static double snap_rate_hz(const struct top *t)
+{
+	if (t->snap.ticks > 0 && t->snap.elapsed_ns > 0)
+		return (double)t->snap.ticks * 1e9 / (double)t->snap.elapsed_ns;
+	return t->o->rate_hz;
+}
+
 static int top_show_vmstate(const struct top *t)
 {
 	const char *rt = session_runtime(t->s);
@@ -352,7 +362,7 @@ static int top_header_line(const struct top *t, int i, char *buf, size_t len)
 			 "Elapsed %.1fs  Samples %llu  Errors %llu (%.1f%%)  Threads %d  Rate %.1f Hz",
 			 el, (unsigned long long)st->samples, (unsigned long long)st->errors,
 			 pct(st->errors, st->samples + st->errors), st->threads,
-			 el > 0 ? (double)st->ticks / el : 0.0);
+			 snap_rate_hz(t));
 		return 1;
 	case 2: {
 		if (!top_show_vmstate(t))
@@ -404,12 +414,14 @@ static void fmt_time(char *buf, size_t len, uint64_t count, double rate_hz)
 	snprintf(buf, len, "%.2fs", rate_hz > 0 ? (double)count / rate_hz : 0.0);
 }
 
+
 static void top_row_line(const struct top *t, size_t i, char *buf, size_t len)
 {
 	const struct top_row *r = &t->agg[t->with_line].rows[t->view[i]];
 	char own[32], total[32];
-	fmt_time(own, sizeof own, r->own, t->o->rate_hz);
-	fmt_time(total, sizeof total, r->total, t->o->rate_hz);
+	double hz = snap_rate_hz(t);
+	fmt_time(own, sizeof own, r->own, hz);
+	fmt_time(total, sizeof total, r->total, hz);
 	snprintf(buf, len, "%*.2f%%%*.2f%%%*s%*s  %s", col_widths[0] - 1, pct(r->own, t->snap_total),
 		 col_widths[1] - 1, pct(r->total, t->snap_total), col_widths[2], own,
 		 col_widths[3], total, r->label);
