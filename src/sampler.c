@@ -79,6 +79,28 @@ ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_
 	return n;
 }
 
+static uint64_t maps_digest(const struct proc_maps *m)
+{
+	uint64_t h = (uint64_t)m->n;
+	for (int i = 0; i < m->n; i++)
+		h = (h ^ m->m[i].start ^ (m->m[i].end << 1) ^ m->m[i].inode) * 0x100000001b3ull;
+	return h;
+}
+
+int target_refresh(struct target *t)
+{
+	struct proc_maps now = { 0 };
+	int rc = proc_maps_read(t->pid, &now);
+	if (rc < 0)
+		return rc;
+	int changed = maps_digest(&now) != maps_digest(symtab_maps(t->sym));
+	proc_maps_free(&now);
+	if (!changed)
+		return 0;
+	rc = symtab_refresh(t->sym);
+	return rc < 0 ? rc : 1;
+}
+
 void thread_snap_free(struct thread_snap *ts)
 {
 	free(ts->xbuf);

@@ -444,7 +444,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 	uint64_t start = time_now_ns();
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
 	uint64_t next = start, next_tick = start + tick_ns, next_lag_msg = start + 1000000000ull;
-	uint64_t late_reported = 0, max_lag = 0;
+	uint64_t late_reported = 0, max_lag = 0, next_refresh = start + 1000000000ull;
 	for (;;) {
 		if (session_stop_signal)
 			return END_SIGNAL;
@@ -497,6 +497,12 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				alive++;
 		}
 		s->st.targets = lua;
+		if (time_now_ns() >= next_refresh) { /* dlopen'ed modules, new thread stacks */
+			for (int i = 0; i < s->ntg; i++)
+				if (s->tg[i].t && !s->tg[i].dead)
+					target_refresh(s->tg[i].t);
+			next_refresh = time_now_ns() + 1000000000ull;
+		}
 		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
 			next = time_now_ns() + period;
 		ptrace_reap_pending();
