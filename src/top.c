@@ -441,7 +441,7 @@ static void top_print_plain(const struct top *t, FILE *f, size_t maxrows)
 		fprintf(f, "%s\n", line);
 	}
 	if (!t->nview)
-		fprintf(f, "(no samples yet)\n");
+		fprintf(f, "%s\n", t->snap.samples ? "(no frames in the samples)" : "(no samples yet)");
 	fputc('\n', f);
 	fflush(f);
 }
@@ -515,9 +515,10 @@ static int top_curses_begin(void)
 	/* ncurses leaves signals alone that are not SIG_DFL: the session's
 	 * stop handlers stay; a job-control stop must not catch a target
 	 * thread stopped mid-sample, and raw mode makes ^Z a key anyway */
-	signal(SIGTSTP, SIG_IGN);
+	void (*old_tstp)(int) = signal(SIGTSTP, SIG_IGN);
 	curses_screen = newterm(NULL, stdout, curses_in);
 	if (!curses_screen) {
+		signal(SIGTSTP, old_tstp);
 		if (curses_in != stdin)
 			fclose(curses_in);
 		curses_in = NULL;
@@ -585,7 +586,7 @@ static void top_clamp_scroll(struct top *t)
 		t->scroll = max;
 }
 
-static void draw_vmbar(const struct top *t, int y, const char *line)
+static void draw_vmbar(int y, const char *line)
 {
 	mvaddnstr(y, 0, line, COLS);
 	if (!has_colors())
@@ -597,7 +598,6 @@ static void draw_vmbar(const struct top *t, int y, const char *line)
 			if (ch == vms_marks[k])
 				mvchgat(y, 4 + c, 1, A_NORMAL, (short)(PAIR_INTERP + k), NULL);
 	}
-	(void)t;
 }
 
 static const char *const help_lines[] = {
@@ -649,7 +649,7 @@ static void top_draw(struct top *t)
 		if (!top_header_line(t, i, line, sizeof line))
 			continue;
 		if (i == 2) {
-			draw_vmbar(t, y++, line);
+			draw_vmbar(y++, line);
 		} else {
 			if (i == 0)
 				attron(A_BOLD);
@@ -679,7 +679,8 @@ static void top_draw(struct top *t)
 	attroff(has_colors() ? COLOR_PAIR(PAIR_HEAD) : A_REVERSE);
 	top_clamp_scroll(t);
 	if (!t->nview)
-		mvaddnstr(y, 0, t->snap.samples || t->paused ? "(no rows)" : "(collecting samples...)", COLS);
+		mvaddnstr(y, 0, t->snap.samples ? "(no frames in the samples)" : "(collecting samples...)",
+			  COLS);
 	for (size_t i = t->scroll; i < t->nview && y < LINES; i++, y++) {
 		top_row_line(t, i, line, sizeof line);
 		mvaddnstr(y, 0, line, COLS);
