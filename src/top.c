@@ -537,6 +537,8 @@ static int top_curses_begin(void)
 	nonl();
 	keypad(stdscr, TRUE);
 	nodelay(stdscr, TRUE);
+	/* a lone ESC must not hold the sampling loop for ncurses' default 1 s */
+	set_escdelay(25);
 	curs_set(0);
 	if (has_colors()) {
 		start_color();
