@@ -1,12 +1,1270 @@
-/* vm_luajit.c: placeholder until the luajit walker lands (finds nothing). */
-#include "vm.h"
+/* vm_luajit.c: LuaJIT 2.1 walker: capture, frame walk, names, lines,
+ * JIT traces, coroutines (vm_ops for vm.h).
+ *
+ * The native stack anchors everything (luajit.md 10): each native frame
+ * whose pc is in the VM code has rsp = a cframe, whose SAVE_L names the
+ * lua_State it runs; its Lua frames are walked from that thread's top
+ * (or from where the previous cframe's segment ended) down to the frame
+ * that consumed the cframe (link C/CP, or an FFI callback continuation).
+ * A thread with no VM frame on its native stack runs no Lua, whatever
+ * the VM globals say. On a JIT trace the native unwinder cannot pass the
+ * mcode; the cframe of cur_L is unwound again from its saved registers.
+ *
+ * Frame layout (lj_frame.h): GC64 two slots per frame, [base-2] function,
+ * [base-1] link; 32-bit refs one slot, lo32 function, hi32 link. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <elfutils/libdwfl.h>
+#include <elfutils/libdw.h>
+#include "elf_sym.h"
+#include "err.h"
+#include "intern.h"
+#include "merge.h"
+#include "msg.h"
+#include "proc_maps.h"
+#include "vm_luajit.h"
 
-static int probe(struct target *t, struct vm **out, char *why, size_t whylen)
+#define SNAP_MAGIC 0x4c4a5331u
+#define MAX_LFRAMES 1024      /* Lua frames per thread */
+#define MAX_SEGS 64
+#define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
+
+/* link types (lj_frame.h) */
+enum { FT_LUA = 0, FT_C = 1, FT_CONT = 2, FT_VARG = 3, FT_CP = 5, FT_PCALL = 6, FT_PCALLH = 7 };
+
+/* bytecode opcodes of 2.1 (97 ops; lj_bc.h) used by the name finder */
+enum {
+	BC_ISTC = 12, BC_ISFC = 13, BC_MOV = 18, BC_NOT = 19, BC_UNM = 20, BC_LEN = 21,
+	BC_POW = 37, BC_CAT = 38, BC_KSTR = 39, BC_KNIL = 44, BC_UGET = 45, BC_FNEW = 51,
+	BC_TNEW = 52, BC_TDUP = 53, BC_GGET = 54, BC_GSET = 55, BC_TGETV = 56, BC_TGETS = 57,
+	BC_TGETB = 58, BC_TGETR = 59, BC_TSETV = 60, BC_TSETM = 63, BC_TSETR = 64, BC_CALLM = 65,
+	BC_CALL = 66, BC_CALLMT = 67, BC_CALLT = 68, BC_ITERC = 69, BC_ITERN = 70, BC_VARG = 71,
+	BC_ISNEXT = 72, BC_RETM = 73, BC_RET = 74, BC_RET0 = 75, BC_RET1 = 76, BC_FORI = 77,
+	BC_JITERL = 84, BC__MAX = 97
+};
+
+/* Operand A mode: 1 dst, 2 base, 0 other (lj_bc.h BCDEF). */
+static int bc_amode(int op)
 {
+	if (op == BC_ISTC || op == BC_ISFC || (op >= BC_MOV && op <= BC_CAT) ||
+	    (op >= BC_KSTR && op < BC_KNIL) || op == BC_UGET || op == BC_FNEW ||
+	    op == BC_TNEW || op == BC_TDUP || op == BC_GGET || (op >= BC_TGETV && op <= BC_TGETR))
+		return 1;
+	if (op == BC_KNIL || op == BC_TSETM || (op >= BC_CALLM && op <= BC_RETM) ||
+	    (op >= BC_FORI && op <= BC_JITERL))
+		return 2;
 	return 0;
+}
+
+/* Metamethod name of an opcode (bcmode_mm), NULL for none, "" for call. */
+static const char *bc_mmname(int op)
+{
+	if (op <= 1) return "__lt";
+	if (op <= 3) return "__le";
+	if (op <= 11) return "__eq";
+	if (op == BC_UNM) return "__unm";
+	if (op == BC_LEN) return "__len";
+	if (op >= 22 && op <= 36) {
+		static const char *const ar[5] = { "__add", "__sub", "__mul", "__div", "__mod" };
+		return ar[(op - 22) % 5];
+	}
+	if (op == BC_POW) return "__pow";
+	if (op == BC_CAT) return "__concat";
+	if (op == BC_GGET || (op >= BC_TGETV && op <= BC_TGETR)) return "__index";
+	if (op == BC_GSET || (op >= BC_TSETV && op <= BC_TSETR)) return "__newindex";
+	if (op >= BC_CALLM && op <= BC_ITERN) return "";
+	return NULL;
+}
+
+/* ---- walk context ---- */
+
+struct ctx {
+	struct vm *vm;
+	struct target *t;
+	const struct lj_layout *l;
+	const struct lj_objlayout *ol;
+	struct mem *m;
+	int fr2;
+	int steps;           /* global bound on reads/iterations */
+};
+
+#define STEP(c) do { if (++(c)->steps > 200000) return -LS_E_GARBAGE; } while (0)
+
+static int rd_ref(struct ctx *c, uint64_t a, uint64_t *v)
+{
+	return lj_read_ref(c->vm, c->m, a, v);
+}
+
+static int in_vm(const struct vm *vm, uint64_t pc)
+{
+	return pc >= vm->vm_start && pc < vm->vm_end;
+}
+
+/* Read the frame at slot F: function and link. */
+static int rd_frame(struct ctx *c, uint64_t f, uint64_t *fn, int64_t *link)
+{
+	if (c->fr2) {
+		uint64_t v[2];
+		if (mem_read(c->m, f - 8, v, 16) < 0)
+			return -LS_E_FAULT;
+		*fn = v[0] & 0x7fffffffffffull;
+		*link = (int64_t)v[1];
+	} else {
+		uint32_t v[2];
+		if (mem_read(c->m, f, v, 8) < 0)
+			return -LS_E_FAULT;
+		*fn = v[0];
+		*link = (int32_t)v[1];
+	}
+	return 0;
+}
+
+/* Continuation PC and continuation value of CONT frame F. */
+static int rd_cont(struct ctx *c, uint64_t f, uint64_t *contpc, uint64_t *contv)
+{
+	if (c->fr2) {
+		uint64_t v[2];
+		if (mem_read(c->m, f - 24, v, 16) < 0)
+			return -LS_E_FAULT;
+		*contv = v[0];
+		*contpc = v[1];
+	} else {
+		uint32_t v[2];
+		if (mem_read(c->m, f - 8, v, 8) < 0)
+			return -LS_E_FAULT;
+		*contv = v[0];
+		*contpc = v[1];
+	}
+	return 0;
+}
+
+/* ---- protos ---- */
+
+static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
+{
+	const struct lj_objlayout *ol = c->ol;
+	uint8_t h[128];
+	if (!pt || (pt & 3) || mem_read(c->m, pt, h, ol->pt_size) < 0)
+		return -LS_E_FAULT;
+	if (h[ol->gct] != 7)
+		return -LS_E_GARBAGE;
+	uint32_t sizebc, sizept;
+	int32_t firstline, numline;
+	memcpy(&sizebc, h + ol->pt_sizebc, 4);
+	memcpy(&sizept, h + (c->fr2 ? 56 : 32), 4);
+	memcpy(&firstline, h + ol->pt_firstline, 4);
+	memcpy(&numline, h + ol->pt_numline, 4);
+	if (sizebc == 0 || sizebc > (1u << 24) || sizept < ol->pt_size + sizebc * 4 ||
+	    sizept > (64u << 20) || firstline < 0 || numline < 0)
+		return -LS_E_GARBAGE;
+	uint64_t chunk = 0, lineinfo = 0, uvinfo = 0, varinfo = 0, k = 0;
+	uint32_t sizekgc;
+	memcpy(&chunk, h + ol->pt_chunkname, ol->gcref);
+	memcpy(&lineinfo, h + ol->pt_lineinfo, ol->gcref);
+	memcpy(&uvinfo, h + ol->pt_uvinfo, ol->gcref);
+	memcpy(&varinfo, h + ol->pt_varinfo, ol->gcref);
+	memcpy(&k, h + ol->pt_k, ol->gcref);
+	memcpy(&sizekgc, h + ol->pt_sizekgc, 4);
+	chunk = lj_gcptr(c->vm, chunk);
+	/* debug info lies inside the proto allocation, or is absent */
+	if (lineinfo && (lineinfo < pt + ol->pt_size || lineinfo >= pt + sizept))
+		return -LS_E_GARBAGE;
+	if (uvinfo && (uvinfo < pt + ol->pt_size || uvinfo >= pt + sizept))
+		uvinfo = 0;
+	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
+		varinfo = 0;
+	unsigned hsh = (unsigned)((pt >> 3) * 2654435761u) % LJ_PT_CACHE;
+	struct lj_ptinfo *e = &c->vm->pt[hsh];
+	if (e->pt == pt && e->sizebc == sizebc && e->sizept == sizept && e->firstline == firstline &&
+	    e->chunkname == chunk && e->lineinfo == lineinfo) {
+		*out = e;
+		return 0;
+	}
+	char src[1024], ss[80];
+	uint32_t len;
+	uint8_t sgct;
+	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != 4 ||
+	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
+		return -LS_E_GARBAGE;
+	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
+	/* only the tail of an '@' name matters past 1023 bytes: read the head */
+	if (mem_read(c->m, chunk + c->l->str_data, src, rl) < 0)
+		return -LS_E_FAULT;
+	src[rl] = 0;
+	if (len > rl && src[0] == '@') {
+		/* long file name: read its last part */
+		if (mem_read(c->m, chunk + c->l->str_data + len - 100, src + 1, 100) < 0)
+			return -LS_E_FAULT;
+		rl = 101;
+		src[rl] = 0;
+	}
+	lj_shortsrc(ss, sizeof ss, src, rl);
+	e->pt = pt;
+	e->sizebc = sizebc;
+	e->sizept = sizept;
+	e->firstline = firstline;
+	e->numline = numline;
+	e->lineinfo = lineinfo;
+	e->uvinfo = uvinfo;
+	e->varinfo = varinfo;
+	e->k = lj_gcptr(c->vm, k);
+	e->sizekgc = sizekgc;
+	e->chunkname = chunk;
+	e->file = intern(ss);
+	*out = e;
+	return 0;
+}
+
+static uint64_t pt_bc(struct ctx *c, uint64_t pt)
+{
+	return pt + c->ol->pt_size;
+}
+
+/* Position of the instruction before PC (lj_debug: pos = pc - bc - 1),
+ * or -1 when PC is not in the proto. Handles trace-patched PCs. */
+static int64_t pt_pos(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint64_t pc)
+{
+	uint64_t bc = pt_bc(c, pt);
+	if (pc < bc + 4 || (pc & 3))
+		return -1;
+	int64_t pos = (int64_t)((pc - bc) / 4) - 1;
+	if (pos > (int64_t)pi->sizebc) {
+		return -1;
+	}
+	return pos;
+}
+
+static int32_t pt_line(struct ctx *c, const struct lj_ptinfo *pi, int64_t pos)
+{
+	if (pos < 0 || pos > (int64_t)pi->sizebc || !pi->lineinfo)
+		return 0;
+	if (pos == pi->sizebc)
+		return pi->firstline + pi->numline;
+	if (pos == 0)
+		return pi->firstline;
+	pos--;
+	if (pi->numline < 256) {
+		uint8_t v;
+		if (mem_read_u8(c->m, pi->lineinfo + (uint64_t)pos, &v) < 0)
+			return 0;
+		return pi->firstline + v;
+	} else if (pi->numline < 65536) {
+		uint16_t v;
+		if (mem_read_u16(c->m, pi->lineinfo + (uint64_t)pos * 2, &v) < 0)
+			return 0;
+		return pi->firstline + v;
+	}
+	uint32_t v;
+	if (mem_read_u32(c->m, pi->lineinfo + (uint64_t)pos * 4, &v) < 0)
+		return 0;
+	return pi->firstline + (int32_t)v;
+}
+
+/* ---- function names from the caller's bytecode (lj_debug_funcname) ---- */
+
+static uint64_t uleb(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	int sh = 0;
+	while (*p < end && sh < 35) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* Name of local SLOT live at POS, into OUT. */
+static int varname(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint32_t pos,
+		   uint32_t slot, char *out, size_t outlen)
+{
+	if (!pi->varinfo)
+		return 0;
+	uint64_t end = pt + pi->sizept;
+	size_t len = (size_t)(end - pi->varinfo);
+	if (len > 65536)
+		len = 65536;
+	uint8_t *buf = malloc(len);
+	if (!buf || mem_read(c->m, pi->varinfo, buf, len) < 0) {
+		free(buf);
+		return 0;
+	}
+	static const char *const vn[] = { "", "(for index)", "(for limit)", "(for step)",
+					   "(for generator)", "(for state)", "(for control)" };
+	const uint8_t *p = buf, *e = buf + len;
+	uint32_t lastpc = 0;
+	int found = 0;
+	for (int guard = 0; p < e && guard < 100000; guard++) {
+		const uint8_t *name = p;
+		uint8_t v = *p;
+		if (v < 7) {
+			if (v == 0)
+				break;
+		} else {
+			while (p < e && *p)
+				p++;
+		}
+		p++;
+		uint32_t startpc = lastpc + (uint32_t)uleb(&p, e);
+		lastpc = startpc;
+		if (startpc > pos)
+			break;
+		uint32_t endpc = startpc + (uint32_t)uleb(&p, e);
+		if (pos < endpc && slot-- == 0) {
+			if (v < 7)
+				snprintf(out, outlen, "%s", vn[v]);
+			else
+				snprintf(out, outlen, "%.*s", (int)(p - name), (const char *)name);
+			found = 1;
+			break;
+		}
+	}
+	free(buf);
+	return found;
+}
+
+static int kgc_str(struct ctx *c, const struct lj_ptinfo *pi, uint32_t d, char *out, size_t outlen)
+{
+	if (d >= pi->sizekgc)
+		return 0;
+	uint64_t s;
+	if (rd_ref(c, pi->k - (uint64_t)(d + 1) * c->ol->gcref, &s) < 0)
+		return 0;
+	uint32_t len;
+	uint8_t gct;
+	if (mem_read_u8(c->m, s + c->ol->gct, &gct) < 0 || gct != 4 ||
+	    mem_read_u32(c->m, s + c->l->str_len, &len) < 0 || len >= outlen)
+		return 0;
+	if (mem_read(c->m, s + c->l->str_data, out, len) < 0)
+		return 0;
+	out[len] = 0;
+	return 1;
+}
+
+static int uvname(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint32_t idx, char *out,
+		  size_t outlen)
+{
+	if (!pi->uvinfo)
+		return 0;
+	char buf[4096];
+	size_t len = (size_t)(pt + pi->sizept - pi->uvinfo);
+	if (len > sizeof buf - 1)
+		len = sizeof buf - 1;
+	if (mem_read(c->m, pi->uvinfo, buf, len) < 0)
+		return 0;
+	buf[len] = 0;
+	size_t p = 0;
+	while (idx && p < len) {
+		if (buf[p++] == 0)
+			idx--;
+	}
+	if (p >= len)
+		return 0;
+	snprintf(out, outlen, "%s", buf + p);
+	return 1;
+}
+
+/* debug_slotname: what set SLOT before the instruction at POS. */
+static int slotname(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint32_t pos,
+		    uint32_t slot, char *out, size_t outlen)
+{
+	uint32_t lo = pos > MAX_BC_SCAN ? pos - MAX_BC_SCAN : 0;
+	uint32_t n = pos - lo + 1;
+	uint32_t *ins = malloc((size_t)n * 4);
+	if (!ins || mem_read(c->m, pt_bc(c, pt) + (uint64_t)lo * 4, ins, (size_t)n * 4) < 0) {
+		free(ins);
+		return 0;
+	}
+	int rc = 0;
+	uint32_t ip = pos;
+	for (int restart = 0; restart < 64; restart++) {
+		if (varname(c, pt, pi, ip, slot, out, outlen)) {
+			rc = 1;
+			goto done;
+		}
+		int again = 0;
+		while (ip > lo + 1 && --ip > 0) {
+			uint32_t i = ins[ip - lo];
+			int op = i & 0xff, ra = (i >> 8) & 0xff, am = bc_amode(op);
+			if (op >= BC__MAX)
+				goto done;
+			if (am == 2) {
+				if (slot >= (uint32_t)ra && (op != BC_KNIL || slot <= (i >> 16)))
+					goto done;
+			} else if (am == 1 && (uint32_t)ra == slot) {
+				switch (op) {
+				case BC_MOV:
+					slot = i >> 16;
+					again = 1;
+					break;
+				case BC_GGET:
+					rc = kgc_str(c, pi, i >> 16, out, outlen);
+					goto done;
+				case BC_TGETS:
+					rc = kgc_str(c, pi, (i >> 16) & 0xff, out, outlen);
+					goto done;
+				case BC_UGET:
+					rc = uvname(c, pt, pi, i >> 16, out, outlen);
+					goto done;
+				default:
+					goto done;
+				}
+			}
+			if (again)
+				break;
+		}
+		if (!again)
+			break;
+	}
+done:
+	free(ins);
+	return rc;
+}
+
+/* Name of the function called from CALLER (a Lua function) whose call
+ * instruction sits just before PC; NULL when none can be inferred. */
+static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
+{
+	uint8_t ffid;
+	uint64_t bcp;
+	if (mem_read_u8(c->m, callerfn + c->ol->fn_ffid, &ffid) < 0 || ffid != 0)
+		return NULL;
+	if (rd_ref(c, callerfn + c->ol->fn_pc, &bcp) < 0)
+		return NULL;
+	uint64_t pt = bcp - c->ol->pt_size;
+	struct lj_ptinfo *pi;
+	if (rd_proto(c, pt, &pi) < 0)
+		return NULL;
+	int64_t pos = pt_pos(c, pt, pi, pc);
+	if (pos < 0 || pos >= (int64_t)pi->sizebc)
+		return NULL;
+	uint32_t ins;
+	if (mem_read_u32(c->m, pt_bc(c, pt) + (uint64_t)pos * 4, &ins) < 0)
+		return NULL;
+	int op = ins & 0xff;
+	const char *mm = op < BC__MAX ? bc_mmname(op) : NULL;
+	if (!mm)
+		return NULL;
+	if (*mm)
+		return intern(mm);
+	uint32_t slot = (ins >> 8) & 0xff;
+	if (op == BC_ITERC)
+		slot -= 3;
+	char nm[256];
+	if (slotname(c, pt, pi, (uint32_t)pos, slot, nm, sizeof nm))
+		return intern(nm);
+	return NULL;
+}
+
+/* ---- C function names ---- */
+
+static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f)
+{
+	for (int i = 0; i < vm->nnames; i++)
+		if (vm->names[i].fn == fn || (f && vm->names[i].f == f))
+			return &vm->names[i];
+	return NULL;
+}
+
+/* ---- one thread's frames ---- */
+
+struct lframe {
+	struct frame fr;
+	uint64_t slot;
+};
+
+/* Classify function FN: 0 Lua (*PT set), 1 C/builtin, -1 thread (dummy), <-1 error. */
+static int fn_kind(struct ctx *c, uint64_t fn, uint64_t *pt, uint8_t *ffid, uint64_t *cf)
+{
+	uint8_t h[48];
+	if (!fn || mem_read(c->m, fn, h, c->ol->fn_f + 8) < 0)
+		return -2;
+	if (h[c->ol->gct] == 6)
+		return -1;
+	if (h[c->ol->gct] != 8)
+		return -3;
+	*ffid = h[c->ol->fn_ffid];
+	if (*ffid == 0) {
+		uint64_t pc = 0;
+		memcpy(&pc, h + c->ol->fn_pc, c->ol->gcref);
+		pc = lj_gcptr(c->vm, pc);
+		*pt = pc - c->ol->pt_size;
+		return 0;
+	}
+	memcpy(cf, h + c->ol->fn_f, 8);
+	return 1;
+}
+
+/* Fill FR for function FN running at PC (0 = unknown). */
+static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
+{
+	memset(fr, 0, sizeof *fr);
+	uint64_t pt = 0, f = 0;
+	uint8_t ffid = 0;
+	int k = fn_kind(c, fn, &pt, &ffid, &f);
+	if (k < -1)
+		return -LS_E_GARBAGE;
+	if (k == -1)
+		return 1; /* dummy frame: nothing to show */
+	if (k == 0) {
+		struct lj_ptinfo *pi;
+		if (rd_proto(c, pt, &pi) < 0)
+			return -LS_E_GARBAGE;
+		fr->kind = FRAME_LUA;
+		fr->file = pi->file;
+		fr->firstline = pi->firstline;
+		fr->line = pc ? pt_line(c, pi, pt_pos(c, pt, pi, pc)) : 0;
+		if (pi->firstline == 0)
+			fr->name = intern("main chunk");
+		else
+			fr->name = internf("function <%s:%d>", pi->file, pi->firstline);
+		return 0;
+	}
+	fr->kind = FRAME_C;
+	const struct lj_fname *n = fname_of(c->vm, fn, f);
+	if (n)
+		fr->name = n->name;
+	else if (ffid > 1 && c->vm->ffname[ffid])
+		fr->name = c->vm->ffname[ffid];
+	else if (ffid > 1)
+		fr->name = internf("[builtin#%d]", ffid);
+	else
+		fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+	/* ASM fast functions live in the VM and have no native frame */
+	fr->addr = in_vm(c->vm, f) ? 0 : f;
+	return 0;
+}
+
+struct segwalk {
+	uint64_t L, stack;
+	uint64_t f;         /* next frame to emit (slot address) */
+	uint64_t pc;        /* its PC, 0 unknown */
+	int bottom;         /* reached the bottom of L */
+	int named_pending;  /* index in out of a frame waiting for its name */
+};
+
+/* Walk frames of SW->L from SW->f down through the end of one cframe's
+ * segment. Appends to OUT (cap MAXN) and returns the count or -LS_E_*. */
+static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int maxn,
+		    uint64_t nres_floor)
+{
+	int n = 0;
+	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
+	while (n < maxn) {
+		STEP(c);
+		uint64_t f = sw->f;
+		if (f <= lim || f < nres_floor) {
+			sw->bottom = f <= lim;
+			return n;
+		}
+		uint64_t fn;
+		int64_t link;
+		if (rd_frame(c, f, &fn, &link) < 0)
+			return -LS_E_FAULT;
+		struct frame fr;
+		int rc = make_frame(c, fn, sw->pc, &fr);
+		if (rc < 0)
+			return rc;
+		int emitted = rc == 0;
+		if (emitted)
+			out[n] = fr;
+		/* the vararg pseudo-frame points to the real frame of the same function */
+		if ((link & 7) == FT_VARG) {
+			uint64_t d = (uint64_t)link & ~7ull;
+			if (d == 0 || d > f - sw->stack)
+				return -LS_E_GARBAGE;
+			f -= d;
+			if (rd_frame(c, f, &fn, &link) < 0)
+				return -LS_E_FAULT;
+		}
+		int t3 = (int)(link & 3), t7 = (int)(link & 7);
+		uint64_t next;
+		int end = 0;
+		if (t3 == FT_LUA) {
+			uint64_t pc = (uint64_t)link;
+			uint32_t ins;
+			if (!pc || mem_read_u32(c->m, pc - 4, &ins) < 0)
+				return -LS_E_GARBAGE;
+			uint64_t a = (ins >> 8) & 0xff;
+			next = f - (1 + c->fr2 + a) * 8;
+			uint64_t cfn;
+			int64_t clink;
+			if (emitted && next > lim && rd_frame(c, next, &cfn, &clink) == 0) {
+				const char *nm = callee_name(c, cfn, pc);
+				if (nm && out[n].kind == FRAME_LUA)
+					out[n].name = nm;
+			}
+			sw->pc = pc;
+		} else if (t7 == FT_CONT) {
+			uint64_t cpc, cv;
+			if (rd_cont(c, f, &cpc, &cv) < 0)
+				return -LS_E_FAULT;
+			next = f - ((uint64_t)link & ~7ull);
+			uint64_t cfn;
+			int64_t clink;
+			if (emitted && next > lim && rd_frame(c, next, &cfn, &clink) == 0) {
+				const char *nm = callee_name(c, cfn, cpc);
+				if (nm && out[n].kind == FRAME_LUA)
+					out[n].name = nm;
+			}
+			sw->pc = cpc;
+			if (cv <= 1 && c->fr2)
+				end = 1; /* FFI callback: its own cframe */
+			else if (!c->fr2 && cv == 1)
+				end = 1;
+		} else {
+			/* C, CP, PCALL, PCALLH: delta frames */
+			next = f - ((uint64_t)link & ~7ull);
+			sw->pc = 0;
+			if (t3 == FT_C)
+				end = 1; /* C and CP: entered through a cframe */
+		}
+		if (next >= f)
+			return -LS_E_GARBAGE;
+		sw->f = next;
+		if (emitted)
+			n++;
+		if (end)
+			return n;
+	}
+	return n;
+}
+
+/* ---- traces ---- */
+
+static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
+{
+	uint64_t arr;
+	uint32_t size;
+	if (mem_read_u64(c->m, g + c->l->g_jtrace, &arr) < 0 ||
+	    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0)
+		return -LS_E_FAULT;
+	if (tn <= 0 || (uint32_t)tn >= size || size > 65536)
+		return -LS_E_GARBAGE;
+	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
+		return -LS_E_GARBAGE;
+	uint8_t gct;
+	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != 9)
+		return -LS_E_GARBAGE;
+	return 0;
+}
+
+static int trace_mcode(struct ctx *c, uint64_t T, uint64_t *mc, uint32_t *sz)
+{
+	if (mem_read_u64(c->m, T + c->ol->tr_mcode, mc) < 0 ||
+	    mem_read_u32(c->m, T + c->ol->tr_szmcode, sz) < 0)
+		return -LS_E_FAULT;
+	return 0;
+}
+
+/* Find the trace whose mcode holds ADDR: J->trace[VMSTATE] first, then all. */
+static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uint64_t *T, int *tn)
+{
+	uint64_t mc;
+	uint32_t sz;
+	if (vmstate > 0 && trace_obj(c, g, vmstate, T) == 0 && trace_mcode(c, *T, &mc, &sz) == 0 &&
+	    addr >= mc && addr < mc + sz) {
+		*tn = vmstate;
+		return 0;
+	}
+	uint64_t arr;
+	uint32_t size;
+	if (mem_read_u64(c->m, g + c->l->g_jtrace, &arr) < 0 ||
+	    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0 || size > 65536)
+		return -LS_E_FAULT;
+	for (uint32_t i = 1; i < size; i++) {
+		STEP(c);
+		if (trace_obj(c, g, (int)i, T) == 0 && trace_mcode(c, *T, &mc, &sz) == 0 &&
+		    addr >= mc && addr < mc + sz) {
+			*tn = (int)i;
+			return 0;
+		}
+	}
+	return -LS_E_GARBAGE;
+}
+
+/* PC of the snapshot covering ADDR in trace T (luajit.md 10.5), or 0. */
+static uint64_t trace_pc(struct ctx *c, uint64_t T, uint64_t addr)
+{
+	const struct lj_objlayout *ol = c->ol;
+	uint64_t mc, snap, snapmap;
+	uint32_t sz;
+	uint16_t nsnap;
+	if (trace_mcode(c, T, &mc, &sz) < 0)
+		return 0;
+	if (c->l->flags & LJL_SNAP_MCOFS) {
+		if (mem_read_u16(c->m, T + ol->tr_nsnap, &nsnap) < 0 ||
+		    mem_read_u64(c->m, T + ol->tr_snap, &snap) < 0 ||
+		    mem_read_u64(c->m, T + ol->tr_snapmap, &snapmap) < 0 || nsnap == 0 || nsnap > 4096)
+			goto start;
+		uint8_t *sb = malloc((size_t)nsnap * 12);
+		if (!sb)
+			goto start;
+		if (mem_read(c->m, snap, sb, (size_t)nsnap * 12) < 0) {
+			free(sb);
+			goto start;
+		}
+		uint64_t ofs = addr - mc;
+		int best = -1;
+		for (int i = 0; i < nsnap; i++) {
+			uint16_t mcofs;
+			memcpy(&mcofs, sb + i * 12 + 6, 2);
+			if (mcofs <= ofs)
+				best = i;
+		}
+		if (best < 0)
+			best = 0;
+		uint32_t mapofs;
+		memcpy(&mapofs, sb + best * 12, 4);
+		uint8_t nent = sb[best * 12 + 10];
+		free(sb);
+		uint64_t pc = 0;
+		if (c->fr2) {
+			if (mem_read_u64(c->m, snapmap + ((uint64_t)mapofs + nent) * 4, &pc) < 0)
+				goto start;
+			pc >>= 8;
+		} else {
+			uint32_t p32;
+			if (mem_read_u32(c->m, snapmap + ((uint64_t)mapofs + nent) * 4, &p32) < 0)
+				goto start;
+			pc = p32;
+		}
+		if (pc)
+			return pc + 4; /* report as "after" the instruction, like saved PCs */
+	}
+start:;
+	uint64_t spc = 0;
+	if (rd_ref(c, T + ol->tr_startpc, &spc) < 0)
+		return 0;
+	return spc ? spc + 4 : 0;
+}
+
+/* ---- capture ---- */
+
+static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
+{
+	struct lj_tidbuf *old = &vm->tb[0];
+	for (int i = 0; i < LJ_TID_CACHE; i++) {
+		if (vm->tb[i].tid == tid)
+			return &vm->tb[i];
+		if (vm->tb[i].age < old->age)
+			old = &vm->tb[i];
+	}
+	if (!create)
+		return NULL;
+	old->tid = tid;
+	old->g = 0;
+	old->len = 0;
+	return old;
+}
+
+static const char *vmstate_name(int vs)
+{
+	switch (vs) {
+	case -1: return "interpreter";
+	case -2: return "C";
+	case -3: return "GC";
+	case -4: return "trace exit";
+	case -5: return "recording";
+	case -6: return "optimizing";
+	case -7: return "assembling";
+	case 0: return "idle";
+	default: return vs > 0 ? "trace" : "unknown";
+	}
+}
+
+static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
+{
+	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
+	memset(s, 0, sizeof *s);
+	s->magic = SNAP_MAGIC;
+	struct mem *m = ts->mem;
+	uint64_t g = 0;
+	struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 1);
+	tb->age = ++vm->clock;
+	if (in_vm(vm, ts->regs.rip) && ts->regs.r14 > vm->lay->g2disp) {
+		uint64_t cand = ts->regs.r14 - vm->lay->g2disp;
+		for (int i = 0; i < vm->ng; i++)
+			if (vm->g[i] == cand)
+				g = cand;
+		if (!g && lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
+			g = cand;
+	}
+	if (!g && tb->g)
+		g = tb->g;
+	if (!g && vm->ng == 1)
+		g = vm->g[0];
+	if (!g)
+		return 0;
+	tb->g = g;
+	s->g = g;
+	const struct lj_layout *l = vm->lay;
+	int32_t vs;
+	uint64_t cj[2] = { 0, 0 };
+	if (mem_read(m, g + l->g_vmstate, &vs, 4) < 0 ||
+	    mem_read(m, g + l->g_cur_L, cj, l->g_jit_base - l->g_cur_L + vm->ol->gcref) < 0)
+		return 0;
+	s->vmstate = vs;
+	if (vm->ol->gcref == 8) {
+		s->cur_L = cj[0] & 0x7fffffffffffull;
+		s->jit_base = cj[1];
+	} else {
+		uint32_t a[2];
+		memcpy(a, cj, 8);
+		s->cur_L = a[0];
+		s->jit_base = a[1];
+	}
+	s->have = 1;
+	/* copy cur_L's stack: the walk runs after the thread resumed */
+	uint64_t L = s->cur_L;
+	uint8_t hdr[128];
+	if (!L || mem_read(m, L, hdr, vm->ol->L_stacksize + 4) < 0)
+		return 0;
+	uint64_t stack = 0;
+	uint32_t ssz;
+	memcpy(&stack, hdr + vm->ol->L_stack, vm->ol->gcref);
+	memcpy(&ssz, hdr + vm->ol->L_stacksize, 4);
+	size_t len = (size_t)ssz * 8;
+	if (len > LJ_LSTACK_MAX)
+		len = LJ_LSTACK_MAX;
+	if (!tb->buf)
+		tb->buf = malloc(LJ_LSTACK_MAX + 256);
+	if (!tb->buf || !stack)
+		return 0;
+	memcpy(tb->buf, hdr, vm->ol->L_stacksize + 4);
+	ssize_t got = m->read(m, stack, tb->buf + 256, len);
+	if (got <= 0)
+		return 0;
+	tb->addr = stack;
+	tb->len = (size_t)got;
+	s->lstack = (int)(tb - vm->tb) + 1;
+	(void)t;
+	return 0;
+}
+
+/* ---- the walk ---- */
+
+/* Overlays for the stack copy and cur_L's header made at capture. */
+struct lj_overlays {
+	struct mem_overlay hdr, stk;
+};
+
+static struct mem *setup_mem(struct vm *vm, struct thread_snap *ts, struct lj_overlays *ov)
+{
+	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
+	if (s->magic != SNAP_MAGIC || !s->lstack || s->lstack > LJ_TID_CACHE)
+		return ts->mem;
+	struct lj_tidbuf *tb = &vm->tb[s->lstack - 1];
+	if (tb->tid != ts->tid || !tb->buf || !tb->len)
+		return ts->mem;
+	mem_overlay_init(&ov->stk, ts->mem, tb->addr, tb->buf + 256, tb->len);
+	mem_overlay_init(&ov->hdr, &ov->stk.base, s->cur_L, tb->buf, vm->ol->L_stacksize + 4);
+	return &ov->hdr.base;
+}
+
+/* Is CF a cframe whose SAVE_L is a thread of a known (or new, valid) state? */
+static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
+{
+	if (!cf || (cf & 7))
+		return -LS_E_GARBAGE;
+	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
+		return -LS_E_FAULT;
+	uint8_t gct;
+	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
+		return -LS_E_GARBAGE;
+	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
+		return -LS_E_FAULT;
+	for (int i = 0; i < c->vm->ng; i++)
+		if (c->vm->g[i] == *g)
+			return 0;
+	if (lj_add_g(c->vm, &c->t->mem.base, *g, "cframe anchor") >= 0)
+		return 0;
+	return -LS_E_GARBAGE;
+}
+
+/* The pc candidate is inside the bytecode of the Lua function at BASE? */
+static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, int need_lua)
+{
+	if (!base || (base & 7) || base <= stack + 8 * (1 + c->fr2) || base - stack > (64u << 20))
+		return 0;
+	uint64_t fn, pt = 0, f;
+	int64_t link;
+	uint8_t ffid;
+	if (rd_frame(c, base - 8, &fn, &link) < 0)
+		return 0;
+	int k = fn_kind(c, fn, &pt, &ffid, &f);
+	if (k == 1)
+		return !need_lua || (need_lua == 2 && in_vm(c->vm, f));
+	if (k != 0)
+		return 0;
+	struct lj_ptinfo *pi;
+	if (rd_proto(c, pt, &pi) < 0)
+		return 0;
+	int64_t pos = pt_pos(c, pt, pi, pc);
+	return pos >= 0 && pos < (int64_t)pi->sizebc;
+}
+
+static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+		   struct walk_info *info)
+{
+	struct lj_overlays ov;
+	struct ctx c = { vm, t, vm->lay, vm->ol, setup_mem(vm, ts, &ov),
+			 !!(vm->lay->flags & LJL_GC64), 0 };
+	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
+	int have = s->magic == SNAP_MAGIC && s->have;
+	memset(info, 0, sizeof *info);
+	static struct native_stack ns;
+	ns = ts->native;
+	int rc = 0;
+
+	/* A thread on a JIT trace: the native walk stops (or goes astray) at
+	 * the mcode; restart from cur_L's cframe (luajit.md 10.5). */
+	int first_vm = -1, nocfi = -1;
+	for (int i = 0; i < ns.n; i++) {
+		if (in_vm(vm, ns.f[i].pc)) {
+			first_vm = i;
+			break;
+		}
+		if (nocfi < 0 && !symtab_module_at(t->sym, ns.f[i].pc - (i ? 1 : 0), NULL, NULL))
+			nocfi = i;
+	}
+	int trace_n = 0, synth = 0;
+	uint64_t trace_T = 0, trace_addr = 0;
+	if (nocfi >= 0 && have && s->cur_L) {
+		uint64_t cf = 0;
+		if (mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &cf) == 0) {
+			cf &= ~3ull;
+			uint64_t L2, g2;
+			if (cframe_L(&c, cf, &L2, &g2) == 0 && L2 == s->cur_L) {
+				struct user_regs_struct r = ts->regs;
+				r.rip = vm->vm_start;
+				r.rsp = cf;
+				static struct native_stack tmp;
+				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
+				if (n2 > 0) {
+					int k = nocfi;
+					for (int j = 0; j < n2 && k < UNWIND_MAX_FRAMES; j++)
+						ns.f[k++] = tmp.f[j];
+					ns.n = k;
+					ns.f[nocfi].flags &= ~NF_LEAF;
+					ns.truncated = tmp.truncated;
+					first_vm = nocfi;
+					synth = 1;
+				}
+				trace_addr = ts->native.f[nocfi].pc;
+				if (trace_find(&c, s->g, s->vmstate, trace_addr, &trace_T, &trace_n) < 0) {
+					trace_n = 0;
+					trace_T = 0;
+				}
+			}
+		}
+	}
+
+	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
+	struct lua_segment segs[MAX_SEGS];
+	int nsegs = 0, nf = 0;
+	if (!fb)
+		return -LS_E_NOMEM;
+	struct segwalk sw = { 0 };
+	uint64_t seenL[MAX_SEGS];
+	int nseen = 0;
+	int innermost = 1;
+	uint64_t chain_next = 0;
+	for (int i = first_vm; i >= 0 && i < ns.n && nsegs < MAX_SEGS; i++) {
+		if (!in_vm(vm, ns.f[i].pc))
+			continue;
+		uint64_t cf = ns.f[i].sp, L, g;
+		if (cframe_L(&c, cf, &L, &g) < 0) {
+			rc = -LS_E_GARBAGE;
+			break;
+		}
+		int32_t nres = 0;
+		mem_read_u32(c.m, cf + c.l->cf_nres, (uint32_t *)&nres);
+		uint8_t hdr[128];
+		if (mem_read(c.m, L, hdr, c.ol->L_stacksize + 4) < 0) {
+			rc = -LS_E_FAULT;
+			break;
+		}
+		uint64_t stack = 0, base = 0, lcf = 0;
+		memcpy(&stack, hdr + c.ol->L_stack, c.ol->gcref);
+		memcpy(&base, hdr + c.ol->L_base, 8);
+		memcpy(&lcf, hdr + c.ol->L_cframe, 8);
+		/* the cframe this VM frame should be: L->cframe for L's innermost,
+		 * else PREV of the previous one. A VM frame deeper than that is a
+		 * VM entry or exit in progress: it has no Lua frames yet/any more. */
+		uint64_t expect = L != sw.L ? (lcf & ~3ull) : chain_next;
+		if (expect && cf < expect) {
+			segs[nsegs].native_index = i;
+			segs[nsegs].replace = 1;
+			segs[nsegs].f = fb + nf;
+			segs[nsegs].n = 0;
+			nsegs++;
+			continue;
+		}
+		chain_next = 0;
+		if (mem_read_u64(c.m, cf + c.l->cf_prev, &chain_next) == 0)
+			chain_next &= ~3ull;
+		if (L != sw.L) {
+			for (int k = 0; k < nseen; k++)
+				if (seenL[k] == L) {
+					rc = -LS_E_GARBAGE;
+					goto out;
+				}
+			memset(&sw, 0, sizeof sw);
+			sw.L = L;
+			sw.stack = stack;
+			/* top frame of L */
+			uint64_t savepc = 0;
+			rd_ref(&c, cf + c.l->cf_pc, &savepc);
+			if (savepc == L)
+				savepc = 0;
+			uint64_t pcs[3] = { 0, 0, 0 }, bases[3] = { 0, 0, 0 };
+			int nb = 0, np = 0;
+			int cur = have && L == s->cur_L;
+			if (innermost && cur && trace_n && s->jit_base) {
+				bases[nb++] = s->jit_base;
+				pcs[np++] = trace_pc(&c, trace_T, trace_addr);
+			} else if (innermost && cur && synth && s->jit_base) {
+				bases[nb++] = s->jit_base;
+				pcs[np++] = 0;
+			} else if (innermost && i == 0) {
+				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
+				 * function or an ASM fast function runs there */
+				uint64_t rdx = ts->regs.rdx, rbx = ts->regs.rbx;
+				if (!c.fr2) {
+					rdx &= 0xffffffffu;
+					rbx &= 0xffffffffu;
+				}
+				if (base_ok(&c, stack, rdx, rbx, 2)) {
+					sw.f = rdx - 8;
+					sw.pc = rbx;
+				} else {
+					/* VM entry/exit glue: no Lua frame of this cframe
+					 * yet; L's frames start at the next VM frame */
+					segs[nsegs].native_index = i;
+					segs[nsegs].replace = 1;
+					segs[nsegs].f = fb + nf;
+					segs[nsegs].n = 0;
+					nsegs++;
+					memset(&sw, 0, sizeof sw);
+					continue;
+				}
+				nb = np = 0;
+			} else {
+				bases[nb++] = base;
+				if (innermost && cur && s->vmstate == -1 && ts->native.n > 0) {
+					uint64_t rdx = ts->regs.rdx;
+					bases[nb++] = c.fr2 ? rdx : (rdx & 0xffffffffu);
+				}
+				if (ns.f[i].regs_valid & (1u << UREG_RBX))
+					pcs[np++] = c.fr2 ? ns.f[i].regs[UREG_RBX]
+							  : (ns.f[i].regs[UREG_RBX] & 0xffffffffu);
+				pcs[np++] = savepc;
+			}
+			int found = sw.f != 0;
+			for (int bi = 0; bi < nb && !found; bi++)
+				for (int pi = 0; pi < np && !found; pi++)
+					if (base_ok(&c, stack, bases[bi], pcs[pi], 1)) {
+						sw.f = bases[bi] - 8;
+						sw.pc = pcs[pi];
+						found = 1;
+					}
+			if (!found && !(innermost && cur && (trace_n || synth)) &&
+			    base_ok(&c, stack, base, 0, 0)) {
+				sw.f = base - 8;
+				sw.pc = 0;
+				found = 1;
+			}
+			if (!found) {
+				/* jit_base/L->base with an unknown PC: frames, no top line */
+				uint64_t b = (innermost && cur && trace_n && s->jit_base) ? s->jit_base : base;
+				if (b > stack && b - stack < (64u << 20) && !(b & 7)) {
+					sw.f = b - 8;
+					sw.pc = 0;
+				} else {
+					rc = -LS_E_GARBAGE;
+					break;
+				}
+			}
+			seenL[nseen++] = L;
+		} else {
+			/* continuing L below the previous cframe's segment */
+			uint64_t savepc = 0;
+			rd_ref(&c, cf + c.l->cf_pc, &savepc);
+			sw.pc = savepc == L ? 0 : savepc;
+		}
+		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
+		int n = walk_seg(&c, &sw, fb + nf, MAX_LFRAMES - nf, floor);
+		if (n < 0) {
+			rc = n;
+			break;
+		}
+		if (innermost && n > 0 && trace_n) {
+			fb[nf].trace = trace_n;
+			info->trace = trace_n;
+		}
+		segs[nsegs].native_index = i;
+		segs[nsegs].replace = 1;
+		segs[nsegs].f = fb + nf;
+		segs[nsegs].n = n;
+		nsegs++;
+		nf += n;
+		innermost = 0;
+	}
+out:
+	if (rc < 0 && nsegs == 0) {
+		free(fb);
+		return rc;
+	}
+	/* fuse C functions with the native frame just inside their VM frame
+	 * when libdw names it; else replace an unnamed native frame that
+	 * starts at the C function with the Lua-side name */
+	struct lua_segment extra[MAX_SEGS];
+	int nextra = 0;
+	for (int k = 0; k < nsegs; k++) {
+		struct lua_segment *sg = &segs[k];
+		int i = sg->native_index;
+		if (sg->n == 0 || sg->f[0].kind != FRAME_C || !sg->f[0].addr || i == 0)
+			continue;
+		struct sym_info si;
+		const struct native_frame *nf2 = &ns.f[i - 1];
+		symtab_lookup(t->sym, nf2->pc, !(nf2->flags & NF_LEAF), &si);
+		if (si.func_start == sg->f[0].addr)
+			continue; /* merge_stacks fuses them */
+		/* start of the native function from its FDE */
+		uint64_t a = nf2->pc - ((nf2->flags & NF_LEAF) ? 0 : 1);
+		if (lj_fde_start(t, a) != sg->f[0].addr)
+			continue;
+		if (nextra < MAX_SEGS && sg->f[0].name[0] != '[') {
+			struct frame *cfr = &sg->f[0];
+			cfr->module = si.module;
+			extra[nextra].native_index = i - 1;
+			extra[nextra].replace = 1;
+			extra[nextra].f = cfr;
+			extra[nextra].n = 1;
+			nextra++;
+		}
+		sg->f++;
+		sg->n--;
+	}
+	for (int k = 0; k < nextra && nsegs < MAX_SEGS; k++)
+		segs[nsegs++] = extra[k];
+	int lua = 0;
+	for (int k = 0; k < nsegs; k++)
+		lua += segs[k].n;
+	int mr = merge_stacks(t->sym, &ns, segs, nsegs, out);
+	free(fb);
+	if (mr < 0)
+		return mr;
+	info->lua_frames = lua;
+	if (have && nsegs > 0)
+		info->vmstate = intern(vmstate_name(trace_n ? 1 : s->vmstate));
+	if (lua && !trace_n && s->vmstate > 0 && have)
+		info->vmstate = intern("trace");
+	return rc < 0 && lua == 0 ? rc : 0;
+}
+
+/* ---- coroutines ---- */
+
+static int lj_coroutines(struct vm *vm, struct target *t,
+			 void (*fn)(void *arg, uint64_t addr, const char *status,
+				    const struct stack *st),
+			 void *arg)
+{
+	struct ctx c = { vm, t, vm->lay, vm->ol, &t->mem.base, !!(vm->lay->flags & LJL_GC64), 0 };
+	int count = 0;
+	struct stack st = { 0 };
+	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
+	if (!fb)
+		return -LS_E_NOMEM;
+	for (int gi = 0; gi < vm->ng; gi++) {
+		uint64_t g = vm->g[gi], o, curL;
+		if (rd_ref(&c, g + c.l->g_gc_root, &o) < 0 || rd_ref(&c, g + c.l->g_cur_L, &curL) < 0)
+			continue;
+		for (int guard = 0; o && guard < (1 << 20) && count < 4096; guard++) {
+			uint8_t h[16];
+			if (mem_read(c.m, o, h, 16) < 0)
+				break;
+			uint64_t next = 0;
+			memcpy(&next, h, c.ol->gcref);
+			next = lj_gcptr(vm, next);
+			if (h[c.ol->gct] == 6) {
+				uint8_t lh[128];
+				if (mem_read(c.m, o, lh, c.ol->L_stacksize + 4) == 0) {
+					uint64_t stack = 0, base = 0, top = 0, cfr = 0;
+					memcpy(&stack, lh + c.ol->L_stack, c.ol->gcref);
+					memcpy(&base, lh + c.ol->L_base, 8);
+					memcpy(&top, lh + c.ol->L_top, 8);
+					memcpy(&cfr, lh + c.ol->L_cframe, 8);
+					uint8_t status = lh[c.ol->L_status];
+					const char *sts;
+					if (o == curL)
+						sts = "running";
+					else if (status == 1)
+						sts = "suspended";
+					else if (status != 0)
+						sts = "dead";
+					else if (base > stack + 8 * (1 + c.fr2))
+						sts = "normal";
+					else if (top == base)
+						sts = "dead";
+					else
+						sts = "suspended";
+					stack_clear(&st);
+					struct segwalk sw = { o, stack, base - 8, 0, 0, 0 };
+					/* suspended: the top frame is coroutine.yield; walk
+					 * through every cframe boundary */
+					int n = 0;
+					for (int seg = 0; seg < 64 && n < MAX_LFRAMES && !sw.bottom; seg++) {
+						int k = walk_seg(&c, &sw, fb + n, MAX_LFRAMES - n, 0);
+						if (k <= 0 && !sw.bottom && k < 0)
+							break;
+						n += k;
+						if (k == 0 && !sw.bottom)
+							break;
+						sw.pc = 0;
+					}
+					for (int k = 0; k < n; k++)
+						stack_push(&st, &fb[k]);
+					if (n > 0 || o == g - c.l->sizeof_L) {
+						fn(arg, o, intern(sts), &st);
+						count++;
+					}
+				}
+			}
+			if (next == o)
+				break;
+			o = next;
+		}
+	}
+	stack_free(&st);
+	free(fb);
+	return count;
+}
+
+static const char *lj_describe(struct vm *vm)
+{
+	return vm->desc;
+}
+
+static void lj_close(struct vm *vm)
+{
+	if (!vm)
+		return;
+	for (int i = 0; i < LJ_TID_CACHE; i++)
+		free(vm->tb[i].buf);
+	free(vm);
 }
 
 const struct vm_ops vm_luajit_ops = {
 	.family = "luajit",
-	.probe = probe,
+	.probe = lj_probe,
+	.capture = lj_capture,
+	.walk = lj_walk,
+	.describe = lj_describe,
+	.coroutines = lj_coroutines,
+	.close = lj_close,
 };

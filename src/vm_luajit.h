@@ -1,0 +1,178 @@
+/* vm_luajit.h: LuaJIT 2.1 walker internals (vm_luajit*.c only).
+ *
+ * Layouts are data (vm_luajit_layout.c): one const row per variant for
+ * what moves between versions (global_State, GG_State, cframe), one row
+ * per reference width for what only depends on GC64 (lua_State, GCfunc,
+ * GCproto, GCstr, GCtab, GCtrace). Sources: /work/shared/notes/luajit.md
+ * sections 3-5 (checked against Debian 12 binaries where marked). */
+#ifndef LUASPY_VM_LUAJIT_H
+#define LUASPY_VM_LUAJIT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "vm.h"
+
+/* Layout row flags */
+#define LJL_GC64        0x01  /* 64-bit GC refs, two-slot frames (LJ_FR2) */
+#define LJL_OPENRESTY   0x02  /* openresty/luajit2 (lua_State has exdata) */
+#define LJL_TARANTOOL   0x04  /* tarantool/luajit fork */
+#define LJL_SNAP_MCOFS  0x08  /* SnapShot has mcofs (>= 2021-03-23) */
+#define LJL_SNAP8       0x10  /* 8-byte SnapShot, nsnap at old offset (beta3) */
+
+/* What changes between versions of one reference width. */
+struct lj_layout {
+	const char *name;        /* "upstream 2.1 GC64 2021-06..2024-04 (Debian 12)" */
+	const char *source;      /* evidence: "luajit.md 3.6 [src,static,live]" */
+	unsigned flags;          /* LJL_* */
+	uint16_t g2disp;         /* GG_G2DISP: DISPATCH - g */
+	uint16_t sizeof_L;       /* sizeof(lua_State) = offset of g in GG_State */
+	/* global_State */
+	uint16_t g_gc_state;     /* u8, currentwhite = this - 1 */
+	uint16_t g_gc_root;      /* GCRef */
+	uint16_t g_vmstate;      /* i32 */
+	uint16_t g_strempty;     /* GCstr header */
+	uint16_t g_mainthref;    /* GCRef */
+	uint16_t g_registrytv;   /* TValue */
+	uint16_t g_cur_L;        /* GCRef */
+	uint16_t g_jit_base;     /* MRef */
+	uint16_t g_jtrace;       /* g -> J.trace (GCRef *), J.sizetrace = +12 */
+	/* GCstr */
+	uint8_t str_len;         /* offset of len (u32) */
+	uint8_t str_data;        /* sizeof(GCstr): data follows */
+	/* cframe (x86_64 POSIX) */
+	uint8_t cf_size;         /* CFRAME_SIZE */
+	uint8_t cf_nres;         /* i32 */
+	uint8_t cf_L;            /* SAVE_L */
+	uint8_t cf_pc;           /* SAVE_PC */
+	uint8_t cf_prev;         /* previous cframe (8 bytes) */
+	int8_t vmst_min;         /* lowest valid negative vmstate (-7 upstream) */
+};
+
+/* What only depends on the reference width. */
+struct lj_objlayout {
+	uint8_t gcref;           /* 8 or 4 */
+	uint8_t gct;             /* GC header: gct byte */
+	uint8_t marked;
+	/* lua_State */
+	uint8_t L_dummy_ffid, L_status, L_glref, L_base, L_top, L_maxstack, L_stack,
+		L_cframe, L_stacksize;
+	/* GCfunc */
+	uint8_t fn_ffid, fn_pc, fn_f;
+	/* GCproto */
+	uint8_t pt_size, pt_numparams, pt_framesize, pt_sizebc, pt_k, pt_uv, pt_sizekgc,
+		pt_sizept, pt_sizeuv, pt_flags, pt_chunkname, pt_firstline, pt_numline,
+		pt_lineinfo, pt_uvinfo, pt_varinfo;
+	/* GCtab, Node */
+	uint8_t tab_array, tab_node, tab_asize, tab_hmask, node_size, node_key, node_next;
+	/* GCtrace */
+	uint8_t tr_nsnap, tr_nsnap_old, tr_snap, tr_snapmap, tr_startpt, tr_startpc,
+		tr_startins, tr_szmcode, tr_mcode, tr_spadjust;
+};
+
+extern const struct lj_layout lj_layouts[];
+extern const int lj_nlayouts;
+extern const struct lj_objlayout lj_obj_gc64, lj_obj_32;
+
+/* What the VM code said (luajit.md 8.4); 0 fields = not found. */
+struct lj_codeinfo {
+	int gc64;                /* 1, 0, or -1 unknown */
+	uint32_t g2disp;
+	int32_t vmstate;         /* global_State offsets derived from the code, -1 unknown */
+	int32_t cur_L;
+};
+
+/* Pick the row matching CI and the symbol flags (LJL_OPENRESTY,
+ * LJL_TARANTOOL in HOSTFLAGS). Returns the row or NULL. */
+const struct lj_layout *lj_layout_match(const struct lj_codeinfo *ci, unsigned hostflags);
+
+/* Scan VM machine code CODE (LEN bytes) for the entry, vmstate and cur_L
+ * patterns. Fills CI. Returns 0 when G2DISP was found, -1 otherwise. */
+int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci);
+
+/* ---- the VM found in a process ---- */
+
+#define LJ_MAX_STATES 16
+#define LJ_MAX_NAMES 1024
+#define LJ_PT_CACHE 512
+#define LJ_TID_CACHE 64
+#define LJ_LSTACK_MAX (64u << 10)   /* bytes of Lua stack copied per capture */
+
+struct lj_fname {                    /* C function / builtin name learned at probe */
+	uint64_t fn;                 /* GCfunc address */
+	uint64_t f;                  /* its C function pointer (0 = none) */
+	uint8_t ffid;
+	const char *name;            /* interned "string.format" */
+};
+
+struct lj_ptinfo {                   /* validated proto, cached by address */
+	uint64_t pt;
+	uint32_t sizebc, sizept;
+	int32_t firstline, numline;
+	uint64_t lineinfo, uvinfo, varinfo, k;
+	uint32_t sizekgc;
+	uint64_t chunkname;
+	const char *file;            /* interned short_src */
+	uint32_t stamp;              /* first 8 bytes of bytecode for reuse check */
+	uint32_t stamp2;
+};
+
+struct lj_tidbuf {
+	pid_t tid;
+	uint64_t g;
+	uint8_t *buf;                /* Lua stack copy */
+	size_t len;
+	uint64_t addr;
+	unsigned age;
+};
+
+struct vm {
+	const struct lj_layout *lay;
+	const struct lj_objlayout *ol;
+	uint64_t vm_start, vm_end;   /* VM code range (the big FDE) */
+	const char *vm_module;       /* interned basename */
+	uint64_t g[LJ_MAX_STATES];   /* global_States found */
+	int ng;
+	uint64_t bad_g[LJ_MAX_STATES]; /* candidates already refused */
+	int nbad;
+	struct lj_fname names[LJ_MAX_NAMES];
+	int nnames;
+	const char *ffname[256];     /* builtin id -> name */
+	struct lj_ptinfo pt[LJ_PT_CACHE];
+	struct lj_tidbuf tb[LJ_TID_CACHE];
+	unsigned clock;
+	char desc[160];
+	const char *how;             /* how the states were found */
+};
+
+/* The thread snapshot kept in thread_snap.vm_data. */
+struct lj_snap {
+	uint32_t magic;
+	int32_t vmstate;
+	uint64_t g;
+	uint64_t cur_L;
+	uint64_t jit_base;
+	int have;                    /* g fields read */
+	int lstack;                  /* index+1 of the tidbuf holding the Lua stack copy */
+};
+
+/* vm_luajit_probe.c */
+int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen);
+/* Validate G as a global_State of layout VM->lay. 0 or -LS_E_GARBAGE. */
+int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
+/* Add G (validated) to VM's states; returns index or -1. */
+int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* Learn library function names of the state G (registry _LOADED). */
+int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
+/* Function start (FDE initial location) covering target ADDR, or 0. */
+uint64_t lj_fde_start(struct target *t, uint64_t addr);
+/* Short source name as debug.traceback prints it (lj_debug_shortname). */
+void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
+
+/* small helpers shared by the walker */
+static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)
+{
+	return (vm->lay->flags & LJL_GC64) ? (raw & 0x7fffffffffffull) : (raw & 0xffffffffull);
+}
+int lj_read_ref(struct vm *vm, struct mem *m, uint64_t addr, uint64_t *out);
+
+#endif

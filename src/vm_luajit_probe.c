@@ -1,0 +1,600 @@
+/* vm_luajit_probe.c: finding a LuaJIT 2.1 VM in a process.
+ *
+ * Pipeline (luajit.md 8): the VM code range from its one big FDE (CFA
+ * rsp+80, > 10 KiB) in a module's .eh_frame (through .eh_frame_hdr's
+ * sorted table and libdw's CFI); the entry code gives GC64/G2DISP,
+ * vmstate and cur_L offsets, which choose a layout row; states
+ * (global_State) come from symbols (tarantool_L, globalL), then a bounded
+ * scan of writable anonymous memory for a main lua_State whose glref
+ * points right behind it, each validated by the invariants of 8.5.
+ * Threads stopped in VM code add their state later (DISPATCH register,
+ * cframe anchors). Library names are learned once per state from the
+ * registry's _LOADED tables. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gelf.h>
+#include <elfutils/libdw.h>
+#include <dwarf.h>
+#include "elf_sym.h"
+#include "err.h"
+#include "intern.h"
+#include "msg.h"
+#include "proc_maps.h"
+#include "vm_luajit.h"
+
+#define VM_FDE_MIN 10240u           /* the VM FDE is ~16 KiB; C functions are smaller */
+#define SCAN_MAX_BYTES (512u << 20) /* heap scan budget */
+#define SCAN_CHUNK (1u << 20)
+
+int lj_read_ref(struct vm *vm, struct mem *m, uint64_t addr, uint64_t *out)
+{
+	if (vm->ol->gcref == 8) {
+		uint64_t v;
+		int rc = mem_read_u64(m, addr, &v);
+		*out = rc < 0 ? 0 : v & 0x7fffffffffffull;
+		return rc;
+	}
+	uint32_t v;
+	int rc = mem_read_u32(m, addr, &v);
+	*out = rc < 0 ? 0 : v;
+	return rc;
+}
+
+/* ---- VM code range from .eh_frame ---- */
+
+struct fde_find {
+	uint64_t start, end;     /* target addresses */
+	const char *module;
+	int cfa;
+};
+
+/* Is the FDE covering file address LOC the VM's? Fills [*s, *e). */
+static int is_vm_fde(Dwarf_CFI *cfi, uint64_t loc, uint64_t *s, uint64_t *e, int *cfa)
+{
+	Dwarf_Frame *fr = NULL;
+	if (dwarf_cfi_addrframe(cfi, loc, &fr) != 0 || !fr)
+		return 0;
+	Dwarf_Addr st = 0, en = 0;
+	int ok = 0;
+	if (dwarf_frame_info(fr, &st, &en, NULL) >= 0 && en > st && en - st >= VM_FDE_MIN &&
+	    en - st < (4u << 20)) {
+		Dwarf_Op *ops = NULL;
+		size_t nops = 0;
+		if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops == 1 && ops[0].atom == DW_OP_bregx &&
+		    ops[0].number == 7 && (ops[0].number2 == 80 || ops[0].number2 == 96)) {
+			*s = st;
+			*e = en;
+			*cfa = (int)ops[0].number2;
+			ok = 1;
+		}
+	}
+	free(fr);
+	return ok;
+}
+
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, sh))
+			continue;
+		const char *n = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (n && strcmp(n, name) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+static int fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *elf,
+		  uint64_t bias)
+{
+	struct fde_find *ff = arg;
+	if (!elf || (name && name[0] == '['))
+		return 0;
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(elf, ".eh_frame_hdr", &sh);
+	if (!scn)
+		return 0;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 12)
+		return 0;
+	const uint8_t *h = d->d_buf;
+	/* version 1, eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4 */
+	if (h[0] != 1 || h[1] != 0x1b || h[2] != 0x03 || h[3] != 0x3b)
+		return 0;
+	uint32_t n;
+	memcpy(&n, h + 8, 4);
+	if ((uint64_t)n * 8 + 12 > d->d_size)
+		return 0;
+	Dwarf_CFI *cfi = dwarf_getcfi_elf(elf);
+	if (!cfi)
+		return 0;
+	int found = 0;
+	for (uint32_t i = 0; i < n && !found; i++) {
+		int32_t loc, nxt;
+		memcpy(&loc, h + 12 + 8 * i, 4);
+		uint64_t a = sh.sh_addr + (int64_t)loc;
+		uint64_t gap = ~0ull;
+		if (i + 1 < n) {
+			memcpy(&nxt, h + 12 + 8 * (i + 1), 4);
+			gap = (uint64_t)((int64_t)nxt - loc);
+		}
+		if (gap < VM_FDE_MIN)
+			continue;
+		uint64_t s, e;
+		int cfa;
+		if (is_vm_fde(cfi, a, &s, &e, &cfa)) {
+			ff->start = s + bias;
+			ff->end = e + bias;
+			const char *sl = strrchr(name, '/');
+			ff->module = intern(sl ? sl + 1 : name);
+			ff->cfa = cfa;
+			found = 1;
+		}
+	}
+	dwarf_cfi_end(cfi);
+	return found;
+}
+
+/* Start of the function whose FDE covers ADDR, from the module's
+ * .eh_frame_hdr search table (binary search); 0 when unknown. */
+uint64_t lj_fde_start(struct target *t, uint64_t addr)
+{
+	Elf *elf = NULL;
+	uint64_t bias = 0;
+	if (!symtab_module_at(t->sym, addr, &elf, &bias) || !elf)
+		return 0;
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(elf, ".eh_frame_hdr", &sh);
+	if (!scn)
+		return 0;
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || d->d_size < 12)
+		return 0;
+	const uint8_t *h = d->d_buf;
+	if (h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+		return 0;
+	uint32_t n;
+	memcpy(&n, h + 8, 4);
+	if (n == 0 || (uint64_t)n * 8 + 12 > d->d_size)
+		return 0;
+	uint64_t a = addr - bias;
+	uint32_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int32_t loc;
+		memcpy(&loc, h + 12 + 8 * mid, 4);
+		if (sh.sh_addr + (int64_t)loc <= a)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	int32_t loc;
+	memcpy(&loc, h + 12 + 8 * lo, 4);
+	uint64_t st = sh.sh_addr + (int64_t)loc;
+	return st <= a ? st + bias : 0;
+}
+
+/* ---- validating a global_State ---- */
+
+int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
+{
+	const struct lj_layout *l = vm->lay;
+	const struct lj_objlayout *ol = vm->ol;
+	if (!g || (g & 7))
+		return -LS_E_GARBAGE;
+	if (!(l->flags & LJL_GC64) && g >= 0x80000000ull)
+		return -LS_E_GARBAGE;
+	uint8_t buf[1200];
+	size_t need = (size_t)l->g_jtrace + 16;
+	if (need > sizeof buf)
+		need = sizeof buf;
+	if (mem_read(m, g, buf, need) < 0)
+		return -LS_E_FAULT;
+	uint64_t L = g - l->sizeof_L, mt = 0;
+	memcpy(&mt, buf + l->g_mainthref, ol->gcref);
+	if (lj_gcptr(vm, mt) != L)
+		return -LS_E_GARBAGE;
+	/* strempty: a GCstr with gct 4 and len 0 */
+	if (buf[l->g_strempty + ol->gct] != 4)
+		return -LS_E_GARBAGE;
+	uint32_t len;
+	memcpy(&len, buf + l->g_strempty + l->str_len, 4);
+	if (len != 0)
+		return -LS_E_GARBAGE;
+	int32_t vs;
+	memcpy(&vs, buf + l->g_vmstate, 4);
+	if (vs < l->vmst_min || vs > 65535)
+		return -LS_E_GARBAGE;
+	uint64_t cl = 0;
+	memcpy(&cl, buf + l->g_cur_L, ol->gcref);
+	cl = lj_gcptr(vm, cl);
+	if (cl) {
+		uint64_t gl;
+		uint8_t gct;
+		if (lj_read_ref(vm, m, cl + ol->L_glref, &gl) < 0 || gl != g)
+			return -LS_E_GARBAGE;
+		if (mem_read_u8(m, cl + ol->gct, &gct) < 0 || gct != 6)
+			return -LS_E_GARBAGE;
+	}
+	/* main thread: a thread object */
+	uint8_t lgct;
+	if (mem_read_u8(m, L + ol->gct, &lgct) < 0 || lgct != 6)
+		return -LS_E_GARBAGE;
+	/* dispatch boundary: dispatch[0] in the VM, the word before it not */
+	uint64_t d[2];
+	if (mem_read(m, g + l->g2disp - 8, d, sizeof d) < 0)
+		return -LS_E_FAULT;
+	if (vm->vm_end && !(d[1] >= vm->vm_start && d[1] < vm->vm_end))
+		return -LS_E_GARBAGE;
+	if (vm->vm_end && d[0] >= vm->vm_start && d[0] < vm->vm_end)
+		return -LS_E_GARBAGE;
+	return 0;
+}
+
+int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how)
+{
+	for (int i = 0; i < vm->ng; i++)
+		if (vm->g[i] == g)
+			return i;
+	for (int i = 0; i < vm->nbad; i++)
+		if (vm->bad_g[i] == g)
+			return -1;
+	if (lj_check_g(vm, m, g) < 0) {
+		if (vm->nbad < LJ_MAX_STATES)
+			vm->bad_g[vm->nbad++] = g;
+		else
+			vm->bad_g[(vm->clock++) % LJ_MAX_STATES] = g;
+		msg_debug(2, "luajit: candidate global_State 0x%llx (%s) refused",
+			  (unsigned long long)g, how);
+		return -1;
+	}
+	if (vm->ng >= LJ_MAX_STATES)
+		return -1;
+	vm->g[vm->ng] = g;
+	msg_debug(1, "luajit: global_State 0x%llx (main lua_State 0x%llx) found by %s",
+		  (unsigned long long)g, (unsigned long long)(g - vm->lay->sizeof_L), how);
+	lj_learn_names(vm, m, g);
+	return vm->ng++;
+}
+
+/* State from a symbol holding a lua_State pointer. */
+static void probe_sym_state(struct vm *vm, struct target *t, const char *sym)
+{
+	uint64_t a = symtab_find(t->sym, sym, NULL, NULL);
+	if (!a)
+		return;
+	uint64_t L = 0, g = 0;
+	if (mem_read_u64(&t->mem.base, a, &L) < 0 || !L)
+		return;
+	if (lj_read_ref(vm, &t->mem.base, L + vm->ol->L_glref, &g) < 0)
+		return;
+	msg_debug(1, "luajit: symbol %s = lua_State 0x%llx", sym, (unsigned long long)L);
+	lj_add_g(vm, &t->mem.base, g, sym);
+}
+
+/* Scan writable anonymous memory for main lua_States (luajit.md 8.5). */
+static void probe_scan(struct vm *vm, struct target *t)
+{
+	const struct proc_maps *maps = symtab_maps(t->sym);
+	const struct lj_objlayout *ol = vm->ol;
+	int gc64 = !!(vm->lay->flags & LJL_GC64);
+	size_t budget = SCAN_MAX_BYTES;
+	uint8_t *buf = malloc(SCAN_CHUNK + 256);
+	if (!buf)
+		return;
+	unsigned long long scanned = 0;
+	int cands = 0;
+	for (int i = 0; i < maps->n && budget; i++) {
+		const struct proc_map *mp = &maps->m[i];
+		if ((mp->perms & (MAP_R | MAP_W)) != (MAP_R | MAP_W))
+			continue;
+		if (proc_map_is_file(mp))
+			continue;
+		if (mp->path[0] == '[' && strcmp(mp->path, "[heap]") != 0)
+			continue;
+		if (!gc64 && mp->start >= 0x80000000ull)
+			continue;
+		for (uint64_t a = mp->start; a < mp->end && budget; a += SCAN_CHUNK) {
+			size_t want = mp->end - a > SCAN_CHUNK ? SCAN_CHUNK : (size_t)(mp->end - a);
+			size_t rd = want + 64 <= mp->end - a ? want + 64 : want;
+			ssize_t got = t->mem.base.read(&t->mem.base, a, buf, rd);
+			if (got <= 0)
+				break;
+			budget = budget > (size_t)got ? budget - (size_t)got : 0;
+			scanned += (size_t)got;
+			for (size_t o = 0; o + ol->L_glref + 8 <= (size_t)got && o < want; o += 8) {
+				uint64_t L = a + o, gl;
+				if (gc64) {
+					memcpy(&gl, buf + o + ol->L_glref, 8);
+				} else {
+					uint32_t g32;
+					memcpy(&g32, buf + o + ol->L_glref, 4);
+					gl = g32;
+				}
+				if (gl != L + vm->lay->sizeof_L || buf[o + ol->gct] != 6)
+					continue;
+				cands++;
+				lj_add_g(vm, &t->mem.base, gl, "heap scan");
+			}
+		}
+	}
+	free(buf);
+	msg_debug(1, "luajit: heap scan read %llu KiB, %d candidate lua_States, %d states",
+		  scanned >> 10, cands, vm->ng);
+}
+
+/* ---- library names from the registry ---- */
+
+/* Type of TValue V: itype (GC64: v >> 47 as signed; 32-bit: hi32 as int). */
+static int tv_itype(const struct vm *vm, uint64_t v)
+{
+	if (vm->lay->flags & LJL_GC64)
+		return (int)((int64_t)v >> 47);
+	return (int)(int32_t)(uint32_t)(v >> 32);
+}
+#define IT_STR (-5)
+#define IT_FUNC (-9)
+#define IT_TAB (-12)
+
+static int read_str(struct vm *vm, struct mem *m, uint64_t s, char *out, size_t outlen)
+{
+	uint32_t len;
+	uint8_t gct;
+	if (mem_read_u8(m, s + vm->ol->gct, &gct) < 0 || gct != 4)
+		return -LS_E_GARBAGE;
+	if (mem_read_u32(m, s + vm->lay->str_len, &len) < 0)
+		return -LS_E_FAULT;
+	if (len >= outlen)
+		return -LS_E_GARBAGE;
+	if (mem_read(m, s + vm->lay->str_data, out, len) < 0)
+		return -LS_E_FAULT;
+	out[len] = 0;
+	return (int)len;
+}
+
+typedef void (*tab_fn)(struct vm *vm, struct mem *m, const char *key, uint64_t val, void *arg);
+
+/* Call FN for every string-keyed entry of table T (bounded). */
+static int tab_each(struct vm *vm, struct mem *m, uint64_t t, tab_fn fn, void *arg)
+{
+	const struct lj_objlayout *ol = vm->ol;
+	uint8_t gct;
+	if (mem_read_u8(m, t + ol->gct, &gct) < 0 || gct != 11)
+		return -LS_E_GARBAGE;
+	uint64_t node;
+	uint32_t hmask;
+	if (lj_read_ref(vm, m, t + ol->tab_node, &node) < 0 ||
+	    mem_read_u32(m, t + ol->tab_hmask, &hmask) < 0)
+		return -LS_E_FAULT;
+	if (hmask > 0xffff || ((hmask + 1) & hmask))
+		return -LS_E_GARBAGE;
+	size_t sz = (size_t)(hmask + 1) * ol->node_size;
+	uint8_t *nb = malloc(sz);
+	if (!nb)
+		return -LS_E_NOMEM;
+	if (mem_read(m, node, nb, sz) < 0) {
+		free(nb);
+		return -LS_E_FAULT;
+	}
+	char key[256];
+	for (uint32_t i = 0; i <= hmask; i++) {
+		uint64_t k, v;
+		memcpy(&v, nb + (size_t)i * ol->node_size, 8);
+		memcpy(&k, nb + (size_t)i * ol->node_size + ol->node_key, 8);
+		if (tv_itype(vm, k) != IT_STR)
+			continue;
+		if (read_str(vm, m, lj_gcptr(vm, k), key, sizeof key) < 0)
+			continue;
+		fn(vm, m, key, v, arg);
+	}
+	free(nb);
+	return 0;
+}
+
+static void add_name(struct vm *vm, struct mem *m, uint64_t fn, const char *name)
+{
+	for (int i = 0; i < vm->nnames; i++)
+		if (vm->names[i].fn == fn)
+			return;
+	if (vm->nnames >= LJ_MAX_NAMES)
+		return;
+	uint8_t ffid;
+	if (mem_read_u8(m, fn + vm->ol->fn_ffid, &ffid) < 0 || ffid == 0)
+		return; /* Lua functions are named from the caller's bytecode */
+	uint64_t f = 0;
+	mem_read_u64(m, fn + vm->ol->fn_f, &f);
+	struct lj_fname *n = &vm->names[vm->nnames++];
+	n->fn = fn;
+	n->f = f;
+	n->ffid = ffid;
+	n->name = intern(name);
+	if (ffid > 1 && !vm->ffname[ffid])
+		vm->ffname[ffid] = n->name;
+}
+
+struct lib_arg {
+	const char *lib;
+};
+
+static void lib_entry(struct vm *vm, struct mem *m, const char *key, uint64_t v, void *arg)
+{
+	struct lib_arg *la = arg;
+	if (tv_itype(vm, v) != IT_FUNC)
+		return;
+	char nm[300];
+	if (strcmp(la->lib, "_G") == 0)
+		snprintf(nm, sizeof nm, "%s", key);
+	else
+		snprintf(nm, sizeof nm, "%s.%s", la->lib, key);
+	add_name(vm, m, lj_gcptr(vm, v), nm);
+}
+
+static void loaded_entry(struct vm *vm, struct mem *m, const char *key, uint64_t v, void *arg)
+{
+	int pass = *(int *)arg;
+	if (tv_itype(vm, v) != IT_TAB)
+		return;
+	/* _G last, so that string.format wins over a global alias */
+	if ((strcmp(key, "_G") == 0) != (pass == 1))
+		return;
+	struct lib_arg la = { key };
+	tab_each(vm, m, lj_gcptr(vm, v), lib_entry, &la);
+}
+
+struct find_arg {
+	const char *key;
+	uint64_t v;
+};
+
+static void find_entry(struct vm *vm, struct mem *m, const char *key, uint64_t v, void *arg)
+{
+	struct find_arg *fa = arg;
+	if (strcmp(key, fa->key) == 0)
+		fa->v = v;
+}
+
+int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g)
+{
+	uint64_t reg;
+	if (mem_read_u64(m, g + vm->lay->g_registrytv, &reg) < 0 || tv_itype(vm, reg) != IT_TAB)
+		return -LS_E_GARBAGE;
+	struct find_arg fa = { "_LOADED", 0 };
+	tab_each(vm, m, lj_gcptr(vm, reg), find_entry, &fa);
+	if (tv_itype(vm, fa.v) != IT_TAB)
+		return -LS_E_GARBAGE;
+	int before = vm->nnames;
+	for (int pass = 0; pass < 2; pass++)
+		tab_each(vm, m, lj_gcptr(vm, fa.v), loaded_entry, &pass);
+	msg_debug(1, "luajit: learned %d library function names from package.loaded",
+		  vm->nnames - before);
+	return 0;
+}
+
+/* ---- lj_debug_shortname ---- */
+
+void lj_shortsrc(char *out, size_t outlen, const char *src, size_t len)
+{
+	enum { IDSIZE = 60 }; /* LUA_IDSIZE */
+	char tmp[IDSIZE + 8];
+	char *o = tmp;
+	if (len && src[0] == '=') {
+		size_t n = len - 1 < IDSIZE - 1 ? len - 1 : IDSIZE - 1;
+		memcpy(o, src + 1, n);
+		o[n] = 0;
+	} else if (len && src[0] == '@') {
+		size_t n = len - 1;
+		const char *s = src + 1;
+		if (n >= IDSIZE) {
+			s += n - (IDSIZE - 4);
+			n = IDSIZE - 4;
+			memcpy(o, "...", 3);
+			o += 3;
+		}
+		memcpy(o, s, n);
+		o[n] = 0;
+	} else {
+		size_t n;
+		for (n = 0; n < IDSIZE - 12 && n < len; n++)
+			if ((unsigned char)src[n] < ' ')
+				break;
+		memcpy(o, "[string \"", 9);
+		o += 9;
+		if (n < len) {
+			if (n > IDSIZE - 15)
+				n = IDSIZE - 15;
+			memcpy(o, src, n);
+			o += n;
+			memcpy(o, "...", 3);
+			o += 3;
+		} else {
+			memcpy(o, src, n);
+			o += n;
+		}
+		memcpy(o, "\"]", 3);
+	}
+	snprintf(out, outlen, "%s", tmp);
+}
+
+/* ---- probe ---- */
+
+int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
+{
+	struct fde_find ff = { 0 };
+	symtab_each_module(t->sym, fde_cb, &ff);
+	if (!ff.end) {
+		msg_debug(1, "luajit: no LuaJIT VM unwind record (FDE > 10 KiB, CFA rsp+80) in any module");
+		return 0;
+	}
+	msg_debug(1, "luajit: VM code 0x%llx..0x%llx (%llu bytes) in %s, CFA rsp+%d",
+		  (unsigned long long)ff.start, (unsigned long long)ff.end,
+		  (unsigned long long)(ff.end - ff.start), ff.module, ff.cfa);
+	size_t len = (size_t)(ff.end - ff.start);
+	uint8_t *code = malloc(len);
+	if (!code)
+		return -LS_E_NOMEM;
+	if (mem_read(&t->mem.base, ff.start, code, len) < 0) {
+		free(code);
+		snprintf(why, whylen, "LuaJIT VM code in %s at 0x%llx is unreadable", ff.module,
+			 (unsigned long long)ff.start);
+		return -LS_E_UNSUPPORTED;
+	}
+	struct lj_codeinfo ci;
+	int rc = lj_code_derive(code, len, &ci);
+	free(code);
+	if (rc < 0) {
+		msg_debug(1, "luajit: no VM entry pattern (mov r14,[rbp+glref]; add r14,G2DISP) in %s",
+			  ff.module);
+		snprintf(why, whylen,
+			 "VM-like code in %s (0x%llx..0x%llx) has no LuaJIT 2.1 x86_64 entry pattern",
+			 ff.module, (unsigned long long)ff.start, (unsigned long long)ff.end);
+		return -LS_E_UNSUPPORTED;
+	}
+	unsigned host = 0;
+	if (symtab_find(t->sym, "lua_setexdata", NULL, NULL) ||
+	    symtab_find(t->sym, "lua_resetthread", NULL, NULL))
+		host |= LJL_OPENRESTY;
+	if (symtab_find(t->sym, "tarantool_L", NULL, NULL))
+		host |= LJL_TARANTOOL;
+	msg_debug(1, "luajit: VM code says %s refs, G2DISP %u, vmstate at g+%d, cur_L at g+%d%s%s",
+		  ci.gc64 ? "GC64" : "32-bit", ci.g2disp, ci.vmstate, ci.cur_L,
+		  host & LJL_OPENRESTY ? ", OpenResty exports" : "",
+		  host & LJL_TARANTOOL ? ", tarantool_L" : "");
+	const struct lj_layout *lay = lj_layout_match(&ci, host);
+	if (!lay) {
+		snprintf(why, whylen,
+			 "LuaJIT in %s with %s refs, G2DISP %u, vmstate g+%d, cur_L g+%d%s%s matches no known layout",
+			 ff.module, ci.gc64 ? "GC64" : "32-bit", ci.g2disp, ci.vmstate, ci.cur_L,
+			 host & LJL_OPENRESTY ? " (OpenResty)" : "",
+			 host & LJL_TARANTOOL ? " (Tarantool)" : "");
+		return -LS_E_UNSUPPORTED;
+	}
+	if ((int)lay->cf_size != ff.cfa) {
+		snprintf(why, whylen, "LuaJIT in %s: VM frame CFA rsp+%d, layout '%s' expects %d",
+			 ff.module, ff.cfa, lay->name, lay->cf_size);
+		return -LS_E_UNSUPPORTED;
+	}
+	msg_debug(1, "luajit: layout '%s' (%s)", lay->name, lay->source);
+	struct vm *vm = calloc(1, sizeof *vm);
+	if (!vm)
+		return -LS_E_NOMEM;
+	vm->lay = lay;
+	vm->ol = (lay->flags & LJL_GC64) ? &lj_obj_gc64 : &lj_obj_32;
+	vm->vm_start = ff.start;
+	vm->vm_end = ff.end;
+	vm->vm_module = ff.module;
+	probe_sym_state(vm, t, "tarantool_L");
+	probe_sym_state(vm, t, "globalL");
+	if (vm->ng == 0)
+		probe_scan(vm, t);
+	if (vm->ng == 0)
+		msg_debug(1, "luajit: no global_State yet; threads in VM code will add theirs");
+	snprintf(vm->desc, sizeof vm->desc, "LuaJIT 2.1 %s, %s", lay->flags & LJL_GC64 ? "GC64" : "32-bit refs",
+		 lay->name);
+	*out = vm;
+	return 1;
+}
