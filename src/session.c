@@ -48,6 +48,9 @@ struct session {
 	uint32_t *walk_us;
 	size_t nstop;
 	const char *runtime;
+	uint64_t start_ns;         /* session_start entered */
+	uint64_t attached_ns;      /* the first target was opened and probed */
+	uint64_t first_sample_ns;  /* the first stack was counted */
 };
 
 static void on_signal(int sig)
@@ -207,6 +210,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 	if (!s)
 		return msg_err_pid(0, -LS_E_NOMEM);
 	s->o = *o;
+	s->start_ns = time_now_ns();
 	sampler_opts_default(&s->so);
 	s->so.idle = o->idle;
 	s->so.native = o->native && !o->lua_only;
@@ -286,6 +290,8 @@ int session_start(const struct cli_opts *o, struct session **out)
 	}
 	if (rc < 0)
 		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
+	else
+		s->attached_ns = time_now_ns();
 	*out = s;
 	return 0;
 }
@@ -375,6 +381,8 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 		stack_push(st, &r);
 	}
 	profile_add(p, tid, st, 1);
+	if (!s->st.samples)
+		s->first_sample_ns = time_now_ns();
 	s->st.samples++;
 	if (info->lua_frames > 0)
 		s->st.vmstate[vms_class(info)]++;
@@ -548,6 +556,10 @@ void session_print_stats(const struct session *s, FILE *f)
 	pct(f, "unwind+walk per sample", s->walk_us, s->nstop);
 	fprintf(f, "late ticks: %llu of %llu\n", (unsigned long long)s->st.late,
 		(unsigned long long)s->st.ticks);
+	if (s->first_sample_ns)
+		fprintf(f, "time to first sample (ms): %.1f  (attach and probe %.1f)\n",
+			(double)(s->first_sample_ns - s->start_ns) / 1e6,
+			s->attached_ns ? (double)(s->attached_ns - s->start_ns) / 1e6 : 0.0);
 	for (int e = 0; e < 32; e++)
 		if (s->st.err_by_kind[e])
 			fprintf(f, "errors: %s: %llu\n", err_text(e),
