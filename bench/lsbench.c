@@ -5,18 +5,23 @@
  * Both export luaopen_lsbench; the scripts pick the file by version.
  *
  *   lsbench.now_ns() -> CLOCK_MONOTONIC in ns (a Lua number; exact to 2^53)
- *   lsbench.gaps(SECS, THRESH_NS) -> start_ns, end_ns, n, sum_ns, list
+ *   lsbench.gaps(SECS, THRESH_NS) -> start_ns, end_ns, nstop, sumstop_ns,
+ *                                    nother, sumother_ns, stoplist, otherlist
  *       Spin on CLOCK_MONOTONIC for SECS seconds. Every step between two
- *       reads longer than THRESH_NS is a gap: time this thread was not
- *       running (stopped by ptrace, preempted, interrupted). Returns the
- *       window, the number of gaps, their sum and a comma separated list
- *       of each gap in ns (for the harness's quantiles). The thread is in
- *       C code the whole time, so a sampler sees "Lua -> C gaps".
+ *       reads longer than THRESH_NS (1000) is a gap: time this thread was
+ *       not running. A gap during which the thread made a voluntary
+ *       context switch (getrusage RUSAGE_THREAD ru_nvcsw; a ptrace stop is
+ *       one, the loop itself never blocks) is a stop; the others are
+ *       preemption by other tasks, interrupts, the hypervisor. Lists are
+ *       comma separated gaps in ns, "-" when empty. The thread is in C code
+ *       the whole time, so a sampler sees "Lua -> C gaps".
  */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <lua.h>
 #include <lauxlib.h>
 
@@ -33,40 +38,75 @@ static int l_now_ns(lua_State *L)
 	return 1;
 }
 
-#define MAX_GAPS (1u << 20)
+#define MAX_GAPS (1u << 18)
+
+static unsigned gap_stop[MAX_GAPS], gap_other[MAX_GAPS];
+
+static void push_list(lua_State *L, const unsigned *v, size_t n)
+{
+	luaL_Buffer b;
+	luaL_buffinit(L, &b);
+	char num[24];
+	for (size_t i = 0; i < n; i++) {
+		int len = snprintf(num, sizeof num, i ? ",%u" : "%u", v[i]);
+		luaL_addlstring(&b, num, (size_t)len);
+	}
+	if (!n)
+		luaL_addstring(&b, "-");
+	luaL_pushresult(&b);
+}
+
+/* Context switches of this thread so far: voluntary (the thread blocked or
+ * was stopped: a ptrace stop is a voluntary switch in TASK_TRACED) and
+ * involuntary (preempted by another task). */
+static void csw(long *vol, long *invol)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_THREAD, &ru);
+	*vol = ru.ru_nvcsw;
+	*invol = ru.ru_nivcsw;
+}
 
 static int l_gaps(lua_State *L)
 {
 	double secs = luaL_checknumber(L, 1);
-	unsigned long long thresh = (unsigned long long)luaL_optnumber(L, 2, 2000);
-	static unsigned gap[MAX_GAPS];
-	size_t n = 0;
-	unsigned long long sum = 0;
+	unsigned long long thresh = (unsigned long long)luaL_optnumber(L, 2, 1000);
+	size_t ns = 0, no = 0;
+	unsigned long long sums = 0, sumo = 0;
+	long vol, invol, v2, i2;
+	csw(&vol, &invol);
 	unsigned long long t0 = mono_ns(), end = t0 + (unsigned long long)(secs * 1e9);
 	unsigned long long prev = t0, now;
 	do {
 		now = mono_ns();
 		unsigned long long d = now - prev;
 		if (d > thresh) {
-			sum += d;
-			if (n < MAX_GAPS)
-				gap[n++] = d > 0xffffffffull ? 0xffffffffu : (unsigned)d;
+			unsigned g = d > 0xffffffffull ? 0xffffffffu : (unsigned)d;
+			csw(&v2, &i2);
+			if (v2 != vol) {        /* stopped (or blocked): a sample */
+				sums += d;
+				if (ns < MAX_GAPS)
+					gap_stop[ns++] = g;
+			} else {                /* preempted, interrupt, hypervisor */
+				sumo += d;
+				if (no < MAX_GAPS)
+					gap_other[no++] = g;
+			}
+			vol = v2;
+			invol = i2;
+			now = mono_ns();        /* the getrusage call is not a gap */
 		}
 		prev = now;
 	} while (now < end);
 	lua_pushnumber(L, (lua_Number)t0);
 	lua_pushnumber(L, (lua_Number)now);
-	lua_pushnumber(L, (lua_Number)n);
-	lua_pushnumber(L, (lua_Number)sum);
-	luaL_Buffer b;
-	luaL_buffinit(L, &b);
-	char num[24];
-	for (size_t i = 0; i < n; i++) {
-		int len = snprintf(num, sizeof num, i ? ",%u" : "%u", gap[i]);
-		luaL_addlstring(&b, num, (size_t)len);
-	}
-	luaL_pushresult(&b);
-	return 5;
+	lua_pushnumber(L, (lua_Number)ns);
+	lua_pushnumber(L, (lua_Number)sums);
+	lua_pushnumber(L, (lua_Number)no);
+	lua_pushnumber(L, (lua_Number)sumo);
+	push_list(L, gap_stop, ns);
+	push_list(L, gap_other, no);
+	return 8;
 }
 
 static const luaL_Reg funcs[] = {
