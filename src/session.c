@@ -136,6 +136,9 @@ static int launch(struct session *s)
 	if (pid == 0) {
 		close(pfd[0]);
 		signal(SIGPIPE, SIG_DFL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL); /* ptrace_stop blocks SIGCHLD */
 		execvp(s->o.argv[0], s->o.argv);
 		int e = errno;
 		ssize_t w = write(pfd[1], &e, sizeof e);
