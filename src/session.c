@@ -1,5 +1,6 @@
 /* session.c: targets, the sampling loop and stack accounting. */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,6 +52,10 @@ struct session {
 	uint64_t start_ns;         /* session_start entered */
 	uint64_t attached_ns;      /* the first target was opened and probed */
 	uint64_t first_sample_ns;  /* the first stack was counted */
+	cpu_set_t place_mask;      /* our affinity at start (place()) */
+	int place_init;            /* 0 not yet, 1 ok, -1 unusable */
+	int place_cpu;             /* CPU we keep off, -1 none */
+	uint64_t place_next_ns;
 };
 
 static void on_signal(int sig)
@@ -399,6 +404,62 @@ static void count_error(struct session *s, int rc)
 		s->st.err_by_kind[e]++;
 }
 
+/* ---- CPU placement ----
+ * When luaspy runs on the CPU of the thread it samples, its spin-wait for
+ * the stop keeps that thread from reaching the stop, and the wakeup that
+ * reports the stop pulls luaspy there (wake-affine) again and again. So
+ * luaspy keeps itself off the CPU the sampled thread last ran on
+ * (field 39 of /proc/PID/task/TID/stat), rechecked every PLACE_NS, within
+ * the affinity it was started with; with one allowed CPU it stays put. */
+#define PLACE_NS (100 * 1000000ull)
+
+static int thread_cpu(pid_t pid, pid_t tid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	int field = 2; /* p[1] starts field 3, the state */
+	for (p++; *p && field < 39; p++)
+		if (*p == ' ')
+			field++;
+	return field == 39 ? atoi(p) : -1;
+}
+
+static void place(struct session *s, pid_t pid, pid_t tid)
+{
+	uint64_t now = time_now_ns();
+	if (now < s->place_next_ns)
+		return;
+	s->place_next_ns = now + PLACE_NS;
+	if (!s->place_init) {
+		s->place_init = 1;
+		s->place_cpu = -1;
+		if (sched_getaffinity(0, sizeof s->place_mask, &s->place_mask) < 0)
+			s->place_init = -1;
+	}
+	if (s->place_init < 0 || CPU_COUNT(&s->place_mask) < 2)
+		return;
+	int cpu = thread_cpu(pid, tid);
+	if (cpu < 0 || cpu >= CPU_SETSIZE || cpu == s->place_cpu)
+		return;
+	cpu_set_t set = s->place_mask;
+	CPU_CLR(cpu, &set);
+	if (CPU_COUNT(&set) == 0)
+		set = s->place_mask;
+	if (sched_setaffinity(0, sizeof set, &set) == 0)
+		s->place_cpu = cpu;
+}
+
 static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 {
 	struct proc_thread *th;
@@ -416,6 +477,7 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 			continue;
 		struct walk_info info;
 		struct sample_stats ss;
+		place(s, tg->pid, th[i].tid);
 		rc = sampler_sample_thread(tg->t, th[i].tid, state, &s->so, &s->ts, &s->stack,
 					   &info, &ss);
 		s->st.threads++;
