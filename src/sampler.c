@@ -188,9 +188,13 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state,
 		mem_overlay_init(&ts->ov, &t->mem.base, 0, NULL, 0);
 		ts->mem = &ts->ov.base;
 		pc_attach(t, ts);
+		uint64_t tw = time_now_ns();
 		if (t->vm && t->vm_ops->capture && (rc = t->vm_ops->capture(t->vm, t, ts)) < 0)
 			return rc;
-		return walk(t, o, ts, out, info);
+		rc = walk(t, o, ts, out, info);
+		if (stats)
+			stats->walk_ns = time_now_ns() - tw;
+		return rc;
 	}
 	struct ptrace_stop st;
 	rc = ptrace_stop(tid, o->stop_timeout_ns, &st);
