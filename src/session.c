@@ -31,6 +31,10 @@ struct tgt {
 	uint64_t next_probe_ns;
 	int dead;
 	const char *root_label;    /* "process PID \"cmdline\"" */
+	struct proc_thread *th;    /* thread list, relisted every RELIST_NS */
+	int *stat_fd;              /* per thread: /proc/PID/task/TID/stat, -1 */
+	int nth;
+	uint64_t relist_ns;
 };
 
 struct session {
@@ -460,15 +464,76 @@ static void place(struct session *s, pid_t pid, pid_t tid)
 		s->place_cpu = cpu;
 }
 
-static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
+/* ---- thread list ----
+ * Listing /proc/PID/task and reading every thread's stat costs ~8
+ * syscalls per tick for one thread. The list is taken every RELIST_NS
+ * (new threads show up that much later); in between, each listed
+ * thread's state comes from one pread of its stat file, kept open (up to
+ * MAX_STAT_FDS threads; larger processes are relisted every tick). */
+#define RELIST_NS (100 * 1000000ull)
+#define MAX_STAT_FDS 256
+
+static void threads_drop(struct tgt *tg)
 {
+	for (int i = 0; tg->stat_fd && i < tg->nth; i++)
+		if (tg->stat_fd[i] >= 0)
+			close(tg->stat_fd[i]);
+	free(tg->stat_fd);
+	free(tg->th);
+	tg->stat_fd = NULL;
+	tg->th = NULL;
+	tg->nth = 0;
+}
+
+/* Fresh states of TG's threads into tg->th[].state; 0 or -LS_E_*. */
+static int threads_update(struct tgt *tg)
+{
+	uint64_t now = time_now_ns();
+	if (tg->th && tg->stat_fd && now < tg->relist_ns) {
+		int alive = 0;
+		for (int i = 0; i < tg->nth; i++) {
+			char buf[512];
+			ssize_t r = tg->stat_fd[i] < 0 ? -1 : pread(tg->stat_fd[i], buf, sizeof buf - 1, 0);
+			char *p = NULL;
+			if (r > 0) {
+				buf[r] = 0;
+				p = strrchr(buf, ')');
+			}
+			tg->th[i].state = p && p[1] == ' ' && p[2] ? p[2] : 'X';
+			alive += tg->th[i].state != 'X';
+		}
+		if (alive)
+			return 0;
+	}
+	threads_drop(tg);
 	struct proc_thread *th;
 	int n;
 	int rc = proc_threads(tg->pid, &th, &n);
+	if (rc < 0)
+		return rc;
+	tg->th = th;
+	tg->nth = n;
+	tg->relist_ns = now + RELIST_NS;
+	if (n <= MAX_STAT_FDS && (tg->stat_fd = malloc((size_t)n * sizeof *tg->stat_fd))) {
+		for (int i = 0; i < n; i++) {
+			char path[64];
+			snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)tg->pid, (int)th[i].tid);
+			tg->stat_fd[i] = open(path, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	return 0;
+}
+
+static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
+{
+	int rc = threads_update(tg);
 	if (rc < 0) {
 		tg->dead = 1;
+		threads_drop(tg);
 		return;
 	}
+	struct proc_thread *th = tg->th;
+	int n = tg->nth;
 	for (int i = 0; i < n; i++) {
 		char state = th[i].state;
 		if (state == 'T' || state == 't' || state == 'Z' || state == 'X')
@@ -494,7 +559,6 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 		}
 		account(s, p, tg, th[i].tid, th[i].name, &s->stack, &info);
 	}
-	free(th);
 }
 
 int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
@@ -641,8 +705,10 @@ int session_finish(struct session *s)
 		else
 			kill_child(s);
 	}
-	for (int i = 0; i < s->ntg; i++)
+	for (int i = 0; i < s->ntg; i++) {
 		target_close(s->tg[i].t);
+		threads_drop(&s->tg[i]);
+	}
 	ptrace_reap_pending();
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
