@@ -10,20 +10,25 @@ local function lua_fib(n)
   return lua_fib(n - 1) + lua_fib(n - 2)
 end
 
+-- (no tail calls below: each function keeps its own frame in the profile)
 local function callback(i)
-  return csandwich.fib(18) + i        -- C, called from Lua, called from C
+  local r = csandwich.fib(18) + i    -- C, called from Lua, called from C
+  return r
 end
 
 local function c_side()
-  return csandwich.fib(24)            -- recursive Fibonacci in C
+  local r = csandwich.fib(24)        -- recursive Fibonacci in C
+  return r
 end
 
 local function lua_side()
-  return lua_fib(24)                 -- recursive Fibonacci in Lua
+  local r = lua_fib(24)              -- recursive Fibonacci in Lua
+  return r
 end
 
 local function callbacks()
-  return csandwich.each(20, callback) -- C calls back into Lua
+  local r = csandwich.each(20, callback) -- C calls back into Lua
+  return r
 end
 
 local seconds = tonumber(arg and arg[1]) or 10

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,10 +161,13 @@ void cli_help(int cmd)
 	}
 }
 
-static int usage_error(const char *fmt, const char *arg)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
 {
 	char buf[512];
-	snprintf(buf, sizeof buf, fmt, arg);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
 	msg_error("%s (see 'luaspy --help')", buf);
 	return -LS_E_USAGE;
 }
@@ -224,15 +228,16 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	while ((ch = getopt_long(argc, argv, "+:p:o:f:r:d:sintFvh", long_opts, NULL)) != -1) {
 		if (ch == '?') {
 			if (optopt)
-				return usage_error("unknown option '-%c'", (char[]){ (char)optopt, 0 });
+				return usage_error("unknown option '-%c'", optopt);
 			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 		if (ch == ':')
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		if (!(allowed(ch) & (1 << o->cmd))) {
-			char buf[128];
-			snprintf(buf, sizeof buf, "option '%s' does not apply to '%s'", argv[optind - 1 - (optarg && optarg == argv[optind - 1])], cmd_names[o->cmd]);
-			return usage_error("%s", buf);
+			/* the option word: one back, or two when its value was a separate word */
+			int back = optarg && optarg == argv[optind - 1] ? 2 : 1;
+			return usage_error("option '%s' does not apply to '%s'", argv[optind - back],
+					   cmd_names[o->cmd]);
 		}
 		double v;
 		switch (ch) {

@@ -28,36 +28,64 @@ struct symtab {
 	struct cache_ent *cache;
 };
 
-static __thread pid_t find_elf_pid;
 
 /* Open module files through /proc/PID/root (containers, chroots), then
- * fall back to libdwfl's own search (also handles the vDSO). */
+ * through /proc/PID/map_files (a binary deleted or replaced on disk while
+ * it runs), then fall back to libdwfl's own search (also the vDSO). */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
-	if (modname && modname[0] == '/' && find_elf_pid > 0) {
+	struct symtab *s = *userdata; /* set by report(); libdwfl opens files lazily */
+	if (modname && modname[0] == '/' && s) {
 		char path[4096];
-		snprintf(path, sizeof path, "/proc/%d/root%s", (int)find_elf_pid, modname);
+		snprintf(path, sizeof path, "/proc/%d/root%s", (int)s->pid, modname);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			*file_name = strdup(path);
 			*elfp = NULL;
 			return fd;
 		}
+		size_t ml = strlen(modname);
+		static const char del[] = " (deleted)";
+		if (ml > sizeof del - 1 && !strcmp(modname + ml - (sizeof del - 1), del))
+			ml -= sizeof del - 1;
+		for (int i = 0; i < s->maps.n; i++) {
+			const struct proc_map *m = &s->maps.m[i];
+			if (m->offset != 0 || strncmp(m->path, modname, ml) != 0 ||
+			    (m->path[ml] != 0 && strcmp(m->path + ml, " (deleted)") != 0))
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)s->pid,
+				 (unsigned long long)m->start, (unsigned long long)m->end);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				*file_name = strdup(path);
+				*elfp = NULL;
+				return fd;
+			}
+		}
 	}
-	return dwfl_linux_proc_find_elf(mod, userdata, modname, base, file_name, elfp);
+	void *none = NULL;
+	return dwfl_linux_proc_find_elf(mod, &none, modname, base, file_name, elfp);
+}
+
+static int set_userdata(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr start,
+			void *arg)
+{
+	*userdata = arg;
+	return DWARF_CB_OK;
 }
 
 static int report(struct symtab *s)
 {
-	find_elf_pid = s->pid;
-	dwfl_report_begin(s->dwfl);
-	int rc = dwfl_linux_proc_report(s->dwfl, s->pid);
-	if (dwfl_report_end(s->dwfl, NULL, NULL) != 0 || rc != 0)
-		return rc > 0 ? err_from_errno(rc) : -LS_E_IO;
 	int mrc = proc_maps_read(s->pid, &s->maps);
 	if (mrc < 0)
 		return mrc;
+	dwfl_report_begin(s->dwfl);
+	int rc = dwfl_linux_proc_report(s->dwfl, s->pid);
+	int erc = dwfl_report_end(s->dwfl, NULL, NULL);
+	dwfl_getmodules(s->dwfl, set_userdata, s, 0);
+	if (erc != 0 || rc != 0)
+		return rc > 0 ? err_from_errno(rc) : -LS_E_IO;
 	memset(s->cache, 0, sizeof(struct cache_ent) << CACHE_BITS);
 	return 0;
 }
@@ -131,8 +159,11 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	if (mname) {
 		if (strncmp(mname, "[vdso", 5) == 0)
 			out->module = intern("[vdso]");
-		else
-			out->module = intern(basename_of(mname));
+		else {
+			const char *b = basename_of(mname);
+			const char *d = strstr(b, " (deleted)");
+			out->module = d ? intern_n(b, (size_t)(d - b)) : intern(b);
+		}
 	}
 	GElf_Off off = 0;
 	GElf_Sym sym;

@@ -294,6 +294,26 @@ void out_put_fixed(FILE *f, double v, int decimals)
 			(unsigned long long)(scaled % pow10[decimals]));
 }
 
+uint32_t *out_used_frames(const struct profile *p, size_t *nused)
+{
+	size_t nf = profile_nframes(p), ns = profile_nstacks(p), n = 0;
+	uint32_t *map = calloc(nf ? nf : 1, sizeof *map);
+	if (!map)
+		return NULL;
+	for (size_t i = 0; i < ns; i++) {
+		const uint32_t *ids;
+		size_t depth;
+		profile_stack(p, i, NULL, &ids, &depth, NULL);
+		for (size_t d = 0; d < depth; d++)
+			map[ids[d]] = 1;
+	}
+	for (size_t id = 0; id < nf; id++)
+		if (map[id])
+			map[id] = (uint32_t)++n;
+	*nused = n;
+	return map;
+}
+
 /* ------------------------------------------------------------ ordering */
 
 static int cmp_label(const void *a, const void *b, void *arg)

@@ -15,15 +15,28 @@ int out_format_parse(const char *name);
 /* Format implied by PATH's extension (.svg, .folded/.txt, .json,
  * .pb.gz/.pprof/.pb); OUT_FLAMEGRAPH when nothing matches. */
 int out_format_from_path(const char *path);
+/* Name of FMT as out_format_parse takes it; "unknown" when out of range. */
 const char *out_format_name(int fmt);
 /* Human noun for the summary line: "flame graph", "folded stacks", ... */
 const char *out_format_noun(int fmt);
 
 /* Write P in FMT to PATH through PATH.tmp.XXXXXX + rename, so a half
- * written file never exists. Returns 0 or -errno. */
+ * written file never exists. The file gets mode 0666 & ~umask and is
+ * fsync'd before the rename. PATH "-" writes to stdout instead. Prints
+ * nothing. Returns 0 or -errno: -ENOENT (directory missing), -EACCES
+ * (not writable), -ENOSPC, -EISDIR (PATH is a directory), -EINVAL (bad
+ * FMT or empty PATH)...; on error no temporary file is left behind. */
 int out_write_file(const struct profile *p, int fmt, const char *path);
 
-/* The writers. Each returns 0 or -errno (write errors from F). */
+/* The writers. Each writes the whole document to F (never closes it),
+ * prints nothing, and returns 0 or -errno (-ENOMEM, or F's write error).
+ *   svg: interactive flame graph, root at the bottom, frames merged by
+ *        id along stacks from all threads; frames under 0.1 px of
+ *        1180 are dropped (threshold raised past 150 000 frames)
+ *   folded: "outer;...;inner COUNT" per distinct stack, threads merged
+ *   speedscope: shared frames, one sampled profile per thread id
+ *   pprof: gzipped protobuf, sample types samples/count and, when
+ *        meta.rate_hz > 0, cpu/nanoseconds (count * 1e9 / rate_hz) */
 int out_svg_write(const struct profile *p, FILE *f);
 int out_folded_write(const struct profile *p, FILE *f);
 int out_speedscope_write(const struct profile *p, FILE *f);
@@ -74,6 +87,12 @@ struct out_order {
 int out_order_init(struct out_order *o, const struct profile *p, int with_line,
 		   int flags);
 void out_order_free(struct out_order *o);
+
+/* Frames some counted stack uses (after profile_reset, interned frames
+ * may be unused). Returns a malloc'd array over frame ids: 0 = unused,
+ * else 1 + the frame's rank among used frames in id order; *NUSED gets
+ * their number. NULL when out of memory. */
+uint32_t *out_used_frames(const struct profile *p, size_t *nused);
 
 /* Size of label buffers the writers use (longer labels are truncated). */
 #define OUT_LABEL_MAX 1024

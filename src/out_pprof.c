@@ -2,7 +2,8 @@
  * `go tool pprof`.
  *
  * Mapping of the aggregate:
- *   frame id         -> Location id+1 with one Line {function, line};
+ *   used frame id    -> Location (ids 1.. in frame id order, frames no
+ *                       stack uses are left out) with one Line;
  *                       native/C frames with a module get its Mapping and
  *                       their pc as address
  *   (kind, name, file, module, firstline) -> Function; Lua functions are
@@ -157,6 +158,8 @@ struct pp {
 	Perftools__Profiles__Location *loc;
 	Perftools__Profiles__Line *line;
 	Perftools__Profiles__Line **line_ptr;
+	uint32_t *used;                         /* out_used_frames: id -> loc id */
+	size_t nused;
 };
 
 static uint64_t fn_hash(const struct frame *fr)
@@ -225,7 +228,10 @@ static uint64_t map_get(struct pp *pp, const char *module)
 
 static int pp_build(struct pp *pp)
 {
-	size_t nf = profile_nframes(pp->p), n1 = nf ? nf : 1;
+	size_t nf = profile_nframes(pp->p);
+	if (!(pp->used = out_used_frames(pp->p, &pp->nused)))
+		return -ENOMEM;
+	size_t n1 = pp->nused ? pp->nused : 1;
 	pp->fn = calloc(n1, sizeof *pp->fn);
 	pp->fn_key = calloc(n1, sizeof *pp->fn_key);
 	pp->fn_slot_cap = 64;
@@ -243,19 +249,22 @@ static int pp_build(struct pp *pp)
 	if (strtab_add(&pp->st, "") != 0)
 		return -ENOMEM;
 	for (size_t id = 0; id < nf; id++) {
+		if (!pp->used[id])
+			continue;
 		const struct frame *fr = profile_frame(pp->p, (uint32_t)id);
-		Perftools__Profiles__Location *l = &pp->loc[id];
-		Perftools__Profiles__Line *ln = &pp->line[id];
+		size_t k = pp->used[id] - 1;
+		Perftools__Profiles__Location *l = &pp->loc[k];
+		Perftools__Profiles__Line *ln = &pp->line[k];
 		perftools__profiles__location__init(l);
 		perftools__profiles__line__init(ln);
 		ln->function_id = fn_get(pp, fr);
 		if (!ln->function_id)
 			return -ENOMEM;
 		ln->line = fr->line > 0 ? fr->line : 0;
-		pp->line_ptr[id] = ln;
-		l->id = id + 1;
+		pp->line_ptr[k] = ln;
+		l->id = k + 1;
 		l->n_line = 1;
-		l->line = &pp->line_ptr[id];
+		l->line = &pp->line_ptr[k];
 		if (fr->kind == FRAME_NATIVE || fr->kind == FRAME_C) {
 			l->address = fr->addr;
 			if (fr->module && !(l->mapping_id = map_get(pp, fr->module)))
@@ -276,6 +285,7 @@ static void pp_free(struct pp *pp)
 	free(pp->loc);
 	free(pp->line);
 	free(pp->line_ptr);
+	free(pp->used);
 }
 
 /* ------------------------------------------------------------ writer */
@@ -331,11 +341,11 @@ static int pp_write(struct pp *pp, struct gz_sink *sink)
 	head.duration_nanos = (int64_t)m->duration_ns;
 	head.n_comment = ncomment;
 	head.comment = comment;
-	size_t nf = profile_nframes(pp->p);
+	size_t nloc = pp->nused;
 	head.n_mapping = pp->n_map;
 	head.mapping = PTRS(pp->map, pp->n_map, Perftools__Profiles__Mapping);
-	head.n_location = nf;
-	head.location = PTRS(pp->loc, nf, Perftools__Profiles__Location);
+	head.n_location = nloc;
+	head.location = PTRS(pp->loc, nloc, Perftools__Profiles__Location);
 	head.n_function = pp->n_fn;
 	head.function = PTRS(pp->fn, pp->n_fn, Perftools__Profiles__Function);
 	head.n_string_table = pp->st.n;
@@ -388,7 +398,7 @@ static int pp_write(struct pp *pp, struct gz_sink *sink)
 			locs = nl;
 		}
 		for (size_t d = 0; d < depth; d++)
-			locs[d] = (uint64_t)ids[depth - 1 - d] + 1;
+			locs[d] = pp->used[ids[depth - 1 - d]];
 		sample.location_id = locs;
 		sample.n_location_id = depth;
 		values[0] = (int64_t)count;

@@ -32,13 +32,16 @@ static int cmp_tid(const void *a, const void *b, void *arg)
 	return (i > j) - (i < j);
 }
 
-static void put_frames(const struct profile *p, FILE *f)
+/* The frames stacks use, in id order; USED from out_used_frames. */
+static void put_frames(const struct profile *p, const uint32_t *used, FILE *f)
 {
 	char buf[OUT_LABEL_MAX];
 	size_t nf = profile_nframes(p);
 	for (size_t id = 0; id < nf; id++) {
 		const struct frame *fr = profile_frame(p, (uint32_t)id);
-		fputs(id ? ",\n{\"name\":" : "\n{\"name\":", f);
+		if (!used[id])
+			continue;
+		fputs(used[id] > 1 ? ",\n{\"name\":" : "\n{\"name\":", f);
 		out_put_json(f, out_label(fr, buf, sizeof buf, 1, 0));
 		const char *file = fr->file ? fr->file : fr->module;
 		if (file) {
@@ -55,9 +58,14 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 {
 	const struct profile_meta *m = profile_meta_const(p);
 	size_t ns = profile_nstacks(p);
+	size_t nused;
 	size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
-	if (!idx)
+	uint32_t *used = out_used_frames(p, &nused);
+	if (!idx || !used) {
+		free(idx);
+		free(used);
 		return -ENOMEM;
+	}
 	for (size_t i = 0; i < ns; i++)
 		idx[i] = i;
 	qsort_r(idx, ns, sizeof *idx, cmp_tid, (void *)p);
@@ -69,7 +77,7 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
 	      "\"shared\":{\"frames\":[", f);
-	put_frames(p, f);
+	put_frames(p, used, f);
 	fputs("]},\n\"profiles\":[", f);
 
 	size_t nthreads = 0;
@@ -101,7 +109,7 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 			profile_stack(p, idx[k], NULL, &ids, &depth, NULL);
 			fputs(k > i ? ",[" : "[", f);
 			for (size_t d = 0; d < depth; d++)
-				fprintf(f, d ? ",%" PRIu32 : "%" PRIu32, ids[d]);
+				fprintf(f, d ? ",%" PRIu32 : "%" PRIu32, used[ids[d]] - 1);
 			putc(']', f);
 		}
 		fputs("],\n\"weights\":[", f);
@@ -130,5 +138,6 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 	fputs(",\"activeProfileIndex\":0,\"exporter\":\"luaspy " PACKAGE_VERSION
 	      "\"}\n", f);
 	free(idx);
+	free(used);
 	return out_ferror(f);
 }

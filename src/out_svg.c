@@ -5,7 +5,10 @@
  * the common prefix with the next stack, open the rest. A frame is
  * emitted when it closes, so memory stays O(stacks + depth). Frames
  * narrower than SVG_MIN_WIDTH_PX are dropped (their samples still count
- * in their parent's width), which bounds the file for huge profiles.
+ * in their parent's width). A first, measuring pass counts frames by
+ * width (doubling buckets); when more than SVG_MAX_FRAMES would be drawn
+ * the threshold rises a bucket at a time, so even pathological profiles
+ * stay a file a browser opens (and the subtitle says so).
  *
  * Target text only ever appears escaped in <title> and <text> nodes; the
  * script reads it back through textContent and never contains any.
@@ -32,7 +35,10 @@
 #define SVG_FOOT_H 34
 #define SVG_FONT_PX 12
 #define SVG_CHAR_W 7.3        /* advance of one monospace char at 12px */
+#define SVG_TITLE_CHAR_W 10.4 /* the same at 17px bold */
 #define SVG_MIN_WIDTH_PX 0.1  /* narrower frames are not drawn */
+#define SVG_MAX_FRAMES 150000 /* ~25 MB of SVG: raise the threshold above */
+#define SVG_NBUCKETS 32       /* width buckets [0.1*2^k, 0.1*2^(k+1)) px */
 
 struct svg {
 	const struct profile *p;
@@ -42,6 +48,9 @@ struct svg {
 	uint64_t total;
 	int height;
 	size_t maxdepth;   /* deepest drawn frame (0 = "all") */
+	double min_width;  /* frames narrower than this are not drawn */
+	uint64_t bucket_n[SVG_NBUCKETS];     /* measuring pass: frames ... */
+	size_t bucket_depth[SVG_NBUCKETS];   /* ... and deepest, by width */
 	int emit;          /* 0: measuring pass, 1: writing pass */
 };
 
@@ -101,11 +110,12 @@ static double pct(uint64_t n, uint64_t total)
 	return total ? 100.0 * (double)n / (double)total : 0.0;
 }
 
-/* Write LABEL truncated to what fits in WIDTH_PX ("abc.." when cut,
- * nothing when fewer than 3 characters fit). Cuts at char boundaries. */
-static void put_fitted(FILE *f, const char *label, double width_px)
+/* Write LABEL truncated to what fits in WIDTH_PX at CHAR_W px per
+ * character ("abc.." when cut, nothing when fewer than 3 characters
+ * fit). Cuts at char boundaries. */
+static void put_fitted(FILE *f, const char *label, double width_px, double char_w)
 {
-	double room = (width_px - 6) / SVG_CHAR_W;
+	double room = (width_px - 6) / char_w;
 	if (room < 3)
 		return;
 	size_t fit = (size_t)room, nchars = 0, cut = 0;
@@ -132,11 +142,15 @@ static void emit_frame(struct svg *s, const char *label, const struct frame *fr,
 		       size_t depth, uint64_t start, uint64_t count)
 {
 	double w = (double)count * s->px_per_sample;
-	if (w < SVG_MIN_WIDTH_PX)
+	if (w < s->min_width)
 		return;
 	if (!s->emit) {
-		if (depth > s->maxdepth)
-			s->maxdepth = depth;
+		int k = 0;
+		for (double lim = 2 * SVG_MIN_WIDTH_PX; w >= lim && k < SVG_NBUCKETS - 1; lim *= 2)
+			k++;
+		s->bucket_n[k]++;
+		if (depth > s->bucket_depth[k])
+			s->bucket_depth[k] = depth;
 		return;
 	}
 	FILE *f = s->f;
@@ -156,7 +170,7 @@ static void emit_frame(struct svg *s, const char *label, const struct frame *fr,
 		SVG_FRAME_H - 1, r, g, b);
 	out_put_fixed(f, x + 3, 2);
 	fprintf(f, "\" y=\"%d\">", y + SVG_FRAME_H - 4);
-	put_fitted(f, label, w);
+	put_fitted(f, label, w, SVG_CHAR_W);
 	fputs("</text></g>\n", f);
 }
 
@@ -226,6 +240,24 @@ static int svg_pass(struct svg *s)
 	free(open_id);
 	free(open_start);
 	return 0;
+}
+
+/* After the measuring pass: the smallest width threshold that keeps the
+ * number of drawn frames within SVG_MAX_FRAMES, and the depth it needs. */
+static void choose_min_width(struct svg *s)
+{
+	uint64_t n = 0;
+	int k0 = 0;
+	for (int k = 0; k < SVG_NBUCKETS; k++)
+		n += s->bucket_n[k];
+	while (n > SVG_MAX_FRAMES && k0 < SVG_NBUCKETS - 1) {
+		n -= s->bucket_n[k0++];
+		s->min_width *= 2;
+	}
+	s->maxdepth = 0;
+	for (int k = k0; k < SVG_NBUCKETS; k++)
+		if (s->bucket_n[k] && s->bucket_depth[k] > s->maxdepth)
+			s->maxdepth = s->bucket_depth[k];
 }
 
 /* ------------------------------------------------------------ document */
@@ -383,8 +415,7 @@ static const char svg_script[] =
 "});\n"
 "})();\n";
 
-static void put_subtitle(FILE *f, const struct profile_meta *m, uint64_t total,
-			 size_t drawn_stacks)
+static void put_subtitle(FILE *f, const struct profile_meta *m, uint64_t total)
 {
 	char buf[OUT_LABEL_MAX];
 	fprintf(f, "%" PRIu64 " sample%s", total, total == 1 ? "" : "s");
@@ -406,7 +437,6 @@ static void put_subtitle(FILE *f, const struct profile_meta *m, uint64_t total,
 		fputs(", ", f);
 		out_put_xml(f, out_clean(m->runtime, buf, sizeof buf, 0));
 	}
-	(void)drawn_stacks;
 }
 
 int out_svg_write(const struct profile *p, FILE *f)
@@ -422,8 +452,10 @@ int out_svg_write(const struct profile *p, FILE *f)
 	};
 	double fw = SVG_WIDTH - 2 * SVG_XPAD;
 	s.px_per_sample = s.total ? fw / (double)s.total : 0;
+	s.min_width = SVG_MIN_WIDTH_PX;
 	if (s.total && (r = svg_pass(&s)) < 0)
 		goto out;
+	choose_min_width(&s);
 	int frames_h = s.total ? (int)(s.maxdepth + 1) * SVG_FRAME_H : 2 * SVG_FRAME_H;
 	s.height = SVG_HEAD_H + frames_h + SVG_FOOT_H;
 	s.emit = 1;
@@ -457,14 +489,22 @@ int out_svg_write(const struct profile *p, FILE *f)
 		SVG_FONT_PX, SVG_WIDTH, s.height);
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">",
 		SVG_WIDTH / 2);
-	fputs("luaspy", f);
 	if (title[0]) {
-		fputs(": ", f);
-		out_put_xml(f, title);
+		/* Long command lines are cut to what fits between the buttons. */
+		char full[OUT_LABEL_MAX + 16];
+		snprintf(full, sizeof full, "luaspy: %s", title);
+		put_fitted(f, full, SVG_WIDTH - 2 * 110, SVG_TITLE_CHAR_W);
+	} else {
+		fputs("luaspy", f);
 	}
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\" "
 		"text-anchor=\"middle\">", SVG_WIDTH / 2);
-	put_subtitle(f, m, s.total, o.nstacks);
+	put_subtitle(f, m, s.total);
+	if (s.min_width > SVG_MIN_WIDTH_PX) {
+		fputs(" (frames under ", f);
+		out_put_fixed(f, s.min_width, 1);
+		fputs(" px not drawn)", f);
+	}
 	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"unzoom\" class=\"btn\" x=\"%d\" y=\"24\" "
 		"style=\"display:none\">Reset Zoom</text>\n", SVG_XPAD);

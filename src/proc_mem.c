@@ -70,18 +70,39 @@ void proc_mem_close(struct proc_mem *m)
 static ssize_t overlay_read(struct mem *base, uint64_t addr, void *buf, size_t len)
 {
 	struct mem_overlay *o = (struct mem_overlay *)base;
-	if (addr >= o->addr && addr - o->addr < o->len) {
-		size_t off = (size_t)(addr - o->addr);
-		size_t n = o->len - off;
-		if (n >= len) {
-			memcpy(buf, o->data + off, len);
-			return (ssize_t)len;
+	size_t got = 0;
+	while (got < len) {
+		uint64_t a = addr + got;
+		int k, hit = -1;
+		uint64_t next = UINT64_MAX; /* start of the next region above a */
+		for (k = 0; k < o->n; k++) {
+			if (a >= o->r[k].addr && a - o->r[k].addr < o->r[k].len) {
+				hit = k;
+				break;
+			}
+			if (o->r[k].addr > a && o->r[k].addr < next)
+				next = o->r[k].addr;
 		}
-		memcpy(buf, o->data + off, n);
-		ssize_t r = o->under->read(o->under, addr + n, (char *)buf + n, len - n);
-		return r < 0 ? (ssize_t)n : (ssize_t)n + r;
+		if (hit >= 0) {
+			size_t off = (size_t)(a - o->r[hit].addr);
+			size_t n = o->r[hit].len - off;
+			if (n > len - got)
+				n = len - got;
+			memcpy((char *)buf + got, o->r[hit].data + off, n);
+			got += n;
+			continue;
+		}
+		size_t n = len - got;
+		if (next != UINT64_MAX && next - a < n)
+			n = (size_t)(next - a);
+		ssize_t r = o->under->read(o->under, a, (char *)buf + got, n);
+		if (r < 0)
+			return got ? (ssize_t)got : r;
+		got += (size_t)r;
+		if ((size_t)r < n)
+			break;
 	}
-	return o->under->read(o->under, addr, buf, len);
+	return (ssize_t)got;
 }
 
 void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,
@@ -90,9 +111,22 @@ void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,
 	memset(o, 0, sizeof *o);
 	o->base.read = overlay_read;
 	o->under = under;
-	o->addr = addr;
-	o->data = data;
-	o->len = len;
+	if (len)
+		mem_overlay_add(o, addr, data, len);
+}
+
+int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, size_t len)
+{
+	if (o->n == MEM_OVERLAY_REGIONS || len == 0 || addr + len < addr)
+		return -1;
+	for (int k = 0; k < o->n; k++)
+		if (addr < o->r[k].addr + o->r[k].len && o->r[k].addr < addr + len)
+			return -1;
+	o->r[o->n].addr = addr;
+	o->r[o->n].data = data;
+	o->r[o->n].len = len;
+	o->n++;
+	return 0;
 }
 
 static ssize_t image_read(struct mem *base, uint64_t addr, void *buf, size_t len)

@@ -35,17 +35,26 @@ struct proc_mem {
 void proc_mem_init(struct proc_mem *m, pid_t pid);
 void proc_mem_close(struct proc_mem *m);
 
-/* Overlay: reads inside [addr, addr+len) come from DATA (a copy taken
- * while the thread was stopped), everything else from UNDER. */
+/* Overlay: reads inside one of its regions come from the copy taken
+ * while the thread was stopped (the top of the C stack, Lua stack slots,
+ * VM state), everything else from UNDER. Regions do not overlap. */
+#define MEM_OVERLAY_REGIONS 8
 struct mem_overlay {
 	struct mem base;
 	struct mem *under;
-	uint64_t addr;
-	const uint8_t *data;
-	size_t len;
+	struct {
+		uint64_t addr;
+		const uint8_t *data;
+		size_t len;
+	} r[MEM_OVERLAY_REGIONS];
+	int n;
 };
+/* Start an overlay over UNDER with one region [ADDR, ADDR+LEN) backed by
+ * DATA (LEN may be 0: no region). */
 void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,
 		      const uint8_t *data, size_t len);
+/* Add a region; -1 when all MEM_OVERLAY_REGIONS are used or it overlaps one. */
+int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, size_t len);
 
 /* Synthetic image: a list of regions (unit tests, fuzzers). Addresses
  * outside every region read as unmapped (short read / -LS_E_FAULT). */

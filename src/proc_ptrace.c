@@ -59,17 +59,6 @@ static int classify(pid_t tid, int status, struct ptrace_stop *st)
 	return 1;
 }
 
-/* Remove TID from the pending list; 1 if it was there. */
-static int take_pending(pid_t tid)
-{
-	for (int i = 0; i < npending; i++)
-		if (pending[i] == tid) {
-			pending[i] = pending[--npending];
-			return 1;
-		}
-	return 0;
-}
-
 /* SIGCHLD, blocked once so that sigtimedwait() can sleep until the
  * kernel reports the stop (a ptrace stop sends the tracer SIGCHLD). */
 static sigset_t chld_set;
@@ -85,14 +74,14 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 	}
 	memset(st, 0, sizeof *st);
 	st->tid = tid;
-	if (take_pending(tid)) {
-		/* still seized and interrupted by a stop that timed out: wait for
-		 * that one (seizing again would fail with EPERM) */
-	} else if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
+	if (ptrace_is_pending(tid))
+		return -LS_E_BUSY; /* still seized from a stop that timed out */
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		if (errno == EPERM)
 			return -LS_E_PERM;
 		return -LS_E_GONE;
-	} else if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return -LS_E_GONE;
 	}
@@ -122,6 +111,14 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 			sigtimedwait(&chld_set, NULL, &ts);
 		}
 	}
+}
+
+int ptrace_is_pending(pid_t tid)
+{
+	for (int i = 0; i < npending; i++)
+		if (pending[i] == tid)
+			return 1;
+	return 0;
 }
 
 int ptrace_getregs(pid_t tid, struct user_regs_struct *regs)

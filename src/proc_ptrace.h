@@ -39,6 +39,9 @@ int ptrace_release(struct ptrace_stop *st);
  * Non-blocking. Returns how many are still pending. */
 int ptrace_reap_pending(void);
 
+/* Is TID still seized from a stop that timed out? */
+int ptrace_is_pending(pid_t tid);
+
 /* If a wait in this module reaped the exit of process PID (a child we
  * launched that is also traced), report its wait status: returns 1 and
  * sets *STATUS, else 0. */

@@ -26,13 +26,20 @@ struct profile_meta {
 	const char *runtime;      /* "LuaJIT 2.1 GC64", "Lua 5.4.4", or NULL */
 };
 
+/* An empty aggregate with zeroed meta, or NULL when out of memory. */
 struct profile *profile_new(void);
+/* Free P and everything it owns (interned strings are not its). NULL is ok. */
 void profile_free(struct profile *p);
+/* P's run metadata, for the sampler to fill; lives as long as P. The
+ * strings it points to are the caller's and must outlive the outputs. */
 struct profile_meta *profile_meta(struct profile *p);
 const struct profile_meta *profile_meta_const(const struct profile *p);
 
 /* Count ST (innermost first, as walkers produce it) COUNT times for thread TID.
- * Returns 0, or -1 on allocation failure. */
+ * Frames are interned by every field but addr (the first addr seen is
+ * kept); strings compare by pointer, so they must be interned. Adds COUNT
+ * to profile_total() but leaves meta.samples to the caller. Amortised
+ * O(depth). Returns 0, or -1 on allocation failure (nothing counted). */
 int profile_add(struct profile *p, pid_t tid, const struct stack *st, uint64_t count);
 
 /* Forget all counted stacks (top's reset key); frames stay interned. */

@@ -57,8 +57,55 @@ void target_close(struct target *t)
 	free(t);
 }
 
+ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_t len)
+{
+	if (len == 0)
+		return 0;
+	if (ts->xlen + len > SNAP_COPY_MAX || ts->ov.n >= MEM_OVERLAY_REGIONS)
+		return -LS_E_NOMEM;
+	if (!ts->xbuf) {
+		ts->xbuf = malloc(SNAP_COPY_MAX);
+		if (!ts->xbuf)
+			return -LS_E_NOMEM;
+		ts->xcap = SNAP_COPY_MAX;
+	}
+	uint8_t *dst = ts->xbuf + ts->xlen;
+	ssize_t n = t->mem.base.read(&t->mem.base, addr, dst, len);
+	if (n <= 0)
+		return n < 0 ? n : -LS_E_FAULT;
+	if (mem_overlay_add(&ts->ov, addr, dst, (size_t)n) < 0)
+		return (ssize_t)n; /* overlaps a region copied already: reads still work */
+	ts->xlen += (size_t)n;
+	return n;
+}
+
+static uint64_t maps_digest(const struct proc_maps *m)
+{
+	uint64_t h = (uint64_t)m->n;
+	for (int i = 0; i < m->n; i++)
+		h = (h ^ m->m[i].start ^ (m->m[i].end << 1) ^ m->m[i].inode) * 0x100000001b3ull;
+	return h;
+}
+
+int target_refresh(struct target *t)
+{
+	struct proc_maps now = { 0 };
+	int rc = proc_maps_read(t->pid, &now);
+	if (rc < 0)
+		return rc;
+	int changed = maps_digest(&now) != maps_digest(symtab_maps(t->sym));
+	proc_maps_free(&now);
+	if (!changed)
+		return 0;
+	rc = symtab_refresh(t->sym);
+	return rc < 0 ? rc : 1;
+}
+
 void thread_snap_free(struct thread_snap *ts)
 {
+	free(ts->xbuf);
+	ts->xbuf = NULL;
+	ts->xlen = ts->xcap = 0;
 	free(ts->stack);
 	ts->stack = NULL;
 	ts->stack_len = 0;
@@ -179,6 +226,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state,
 	ts->tid = tid;
 	ts->state = state;
 	ts->stack_len = 0;
+	ts->xlen = 0;
 	memset(&ts->regs, 0, sizeof ts->regs);
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	if (stats)

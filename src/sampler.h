@@ -37,6 +37,11 @@ struct sample_stats {
 int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen);
 void target_close(struct target *t);
 
+/* Re-read T's memory map and, when mappings came or went (dlopen, a new
+ * thread stack), the module list. Call about once a second between
+ * samples. Returns 1 when it refreshed, 0 when nothing changed, or -LS_E_*. */
+int target_refresh(struct target *t);
+
 /* Sample thread TH of T: stop (unless nonblocking), capture, resume,
  * unwind, walk. OUT receives the merged stack (innermost first), INFO the
  * VM state. TS is scratch space owned by the caller (reused between

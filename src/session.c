@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,11 +97,23 @@ static void check_child(struct session *s)
 		s->child_reaped = 1;
 		return;
 	}
-	pid_t r = waitpid(s->child, &status, WNOHANG);
-	if (r == s->child) {
-		s->child_status = status;
-		s->child_reaped = 1;
+	/* The child's main thread may still be seized from a stop that timed
+	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours. */
+	ptrace_reap_pending();
+	if (ptrace_is_pending(s->child))
+		return;
+	pid_t r = waitpid(s->child, &status, WNOHANG | __WALL);
+	if (r != s->child)
+		return;
+	if (WIFSTOPPED(status)) {
+		/* a stray ptrace stop (never expected: we are detached between
+		 * samples); let it go with its signal */
+		int event = (unsigned)status >> 16;
+		ptrace(PTRACE_DETACH, s->child, 0, (void *)(long)(event ? 0 : WSTOPSIG(status)));
+		return;
 	}
+	s->child_status = status;
+	s->child_reaped = 1;
 }
 
 static int child_exit_code(int status)
@@ -568,7 +581,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 	uint64_t start = time_now_ns();
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
 	uint64_t next = start, next_tick = start + tick_ns, next_lag_msg = start + 1000000000ull;
-	uint64_t late_reported = 0, max_lag = 0;
+	uint64_t late_reported = 0, max_lag = 0, next_refresh = start + 1000000000ull;
 	for (;;) {
 		if (session_stop_signal)
 			return END_SIGNAL;
@@ -621,6 +634,12 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				alive++;
 		}
 		s->st.targets = lua;
+		if (time_now_ns() >= next_refresh) { /* dlopen'ed modules, new thread stacks */
+			for (int i = 0; i < s->ntg; i++)
+				if (s->tg[i].t && !s->tg[i].dead)
+					target_refresh(s->tg[i].t);
+			next_refresh = time_now_ns() + 1000000000ull;
+		}
 		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
 			next = time_now_ns() + period;
 		ptrace_reap_pending();

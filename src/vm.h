@@ -45,7 +45,19 @@ struct thread_snap {
 	struct mem *mem;                /* = &ov.base: read the target through this */
 	struct native_stack native;     /* unwound native frames, innermost first */
 	uint8_t vm_data[512];           /* walker-private data from capture() */
+	uint8_t *xbuf;                  /* copies made by snap_copy() while stopped */
+	size_t xlen, xcap;
 };
+
+#define SNAP_COPY_MAX (256u * 1024)    /* bytes snap_copy() may copy per sample */
+
+/* For capture(): while the thread is stopped, copy LEN bytes at target
+ * ADDR (e.g. the Lua stack slots in use, a CallInfo chain) so that later
+ * reads of that range through TS->mem see this consistent copy instead of
+ * the running target. At most SNAP_COPY_MAX bytes per sample and 7
+ * regions besides the C stack. Returns bytes copied (may be short at an
+ * unmapped end) or -LS_E_* (-LS_E_NOMEM when the budget is spent). */
+ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_t len);
 
 /* What a walk learned beyond the frames. */
 struct walk_info {

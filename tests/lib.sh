@@ -75,3 +75,21 @@ assert_untouched() {
 	esac
 	[ "$(tracer_of "$1")" = 0 ] || fail_ "pid $1 left traced by $(tracer_of "$1")"
 }
+
+# rand_ms MAX: a random number of milliseconds in [0, MAX)
+rand_ms() { echo $(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % $1 )); }
+# msleep MS
+msleep() { sleep "$(awk "BEGIN { printf \"%.3f\", $1 / 1000 }")"; }
+# iterations N_CI N_STRESS: loop count, the larger one under `make stress`
+iterations() { if [ -n "${LUASPY_STRESS:-}" ]; then echo "$2"; else echo "$1"; fi; }
+
+# A busy Lua script with a known shape: main chunk -> outer -> middle -> leaf.
+write_busy_lua() { # write_busy_lua FILE [SECONDS]
+	cat >"$1" <<LUA
+local function leaf(n) local s = 0 for i = 1, n do s = s + i * 7 + i * 13 end return s end
+local function middle(n) local s = 0 for i = 1, 10 do s = s + leaf(n) end return s end
+local function outer(n) local s = 0 for i = 1, 10 do s = s + middle(n) end return s end
+local t0 = os.clock()
+while os.clock() - t0 < ${2:-60} do outer(20000) end
+LUA
+}

@@ -5,6 +5,8 @@
  *     markup, quotes, ']]>', ';', newlines and invalid UTF-8.
  *   fixture_demo: a plausible LuaJIT-ish profile (recursion, C calls, JIT
  *     traces, GC) for looking at the flame graph.
+ *   fixture_random: names, files and modules of random bytes (any value
+ *     but NUL), random kinds, lines and depths; for escaping checks.
  *   fixture_big: N distinct stacks of DEPTH frames drawn from a pool of
  *     2000 functions, sharing prefixes like a real call tree.
  */
@@ -117,7 +119,7 @@ __attribute__((unused)) static int fixture_demo(struct profile *p)
 	m->title = "luajit examples/server.lua --port 8080";
 	m->pid = 4242;
 	m->rate_hz = 99;
-	m->duration_ns = 30300000000ull;
+	m->duration_ns = 40400000000ull;  /* 4000 samples at 99 Hz */
 	m->runtime = "LuaJIT 2.1.1700008891 GC64";
 	struct frame base[] = {
 		fx_frame(FRAME_ROOT, "process 4242", NULL, NULL, 0, 0, 0, 0),
@@ -172,6 +174,46 @@ __attribute__((unused)) static int fixture_demo(struct profile *p)
 						   "libc.so.6", 0, 0, 0, 0x7f00000e0000);
 		}
 		r |= fx_add(p, 4242 + (int)(fx_rand(&rng) % 2), st, n, 1);
+	}
+	m->samples = profile_total(p);
+	return r;
+}
+
+/* 300 random frames in 2000 stacks of depth 1..60 over 3 threads. */
+__attribute__((unused)) static int fixture_random(struct profile *p, uint64_t seed)
+{
+	enum { NF = 300 };
+	uint64_t rng = seed | 1;
+	struct frame pool[NF];
+	for (int i = 0; i < NF; i++) {
+		char txt[3][48];
+		for (int t = 0; t < 3; t++) {
+			int len = 1 + (int)(fx_rand(&rng) % 40);
+			for (int k = 0; k < len; k++) {
+				unsigned char c = (unsigned char)fx_rand(&rng);
+				/* bias towards the bytes that break formats */
+				static const char nasty[] = "<>&\"';\n\r\t]]\\\x7f\xc3\xff\xe2\x80";
+				if (c % 3 == 0)
+					c = (unsigned char)nasty[c % (sizeof nasty - 1)];
+				txt[t][k] = c ? (char)c : 'z';
+			}
+			txt[t][len] = 0;
+		}
+		int kind = (int)(fx_rand(&rng) % FRAME_KIND_MAX);
+		pool[i] = fx_frame(kind, txt[0], i % 4 ? txt[1] : NULL, i % 3 ? NULL : txt[2],
+				   (int)(fx_rand(&rng) % 5000), (int)(fx_rand(&rng) % 100),
+				   i % 5 == 0 ? (int)(fx_rand(&rng) % 50) : 0, fx_rand(&rng) & 0xffffffff);
+	}
+	struct profile_meta *m = profile_meta(p);
+	m->title = "random \x01\xfe<&>";
+	m->rate_hz = 250;
+	int r = 0;
+	for (int i = 0; i < 2000; i++) {
+		struct frame st[60];
+		int n = 1 + (int)(fx_rand(&rng) % 60);
+		for (int d = 0; d < n; d++)
+			st[d] = pool[fx_rand(&rng) % (d < 3 ? 5 : NF)];
+		r |= fx_add(p, 7 + (int)(fx_rand(&rng) % 3), st, n, 1 + fx_rand(&rng) % 5);
 	}
 	m->samples = profile_total(p);
 	return r;

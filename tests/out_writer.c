@@ -1,6 +1,6 @@
 /* out_writer: write a synthetic profile in one format, for the shell
  * tests (tests/out-*.test).
- *   usage: out_writer hostile|demo|empty|big FORMAT PATH
+ *   usage: out_writer hostile|demo|empty|big|random FORMAT PATH
  * FORMAT is a name out_format_parse knows, or "auto" (from PATH).
  * Exits 0 on success, 1 when writing fails (errno text on stderr), 2 on
  * usage errors, 99 when the fixture cannot be built. */
@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
 	if (argc != 4) {
-		fprintf(stderr, "usage: out_writer hostile|demo|empty|big FORMAT PATH\n");
+		fprintf(stderr, "usage: out_writer hostile|demo|empty|big|random FORMAT PATH\n");
 		return 2;
 	}
 	int fmt = strcmp(argv[2], "auto") == 0 ? out_format_from_path(argv[3])
@@ -31,6 +31,8 @@ int main(int argc, char **argv)
 		r = fixture_demo(p);
 	else if (strcmp(argv[1], "big") == 0)
 		r = fixture_big(p, 20000, 40);
+	else if (strcmp(argv[1], "random") == 0)
+		r = fixture_random(p, 12345);
 	else if (strcmp(argv[1], "empty") == 0)
 		profile_meta(p)->title = "lua empty.lua";
 	else {

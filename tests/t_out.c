@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "out.h"
@@ -26,13 +25,6 @@ static int failures;
 		fputc('\n', stderr);                                    \
 	}                                                               \
 } while (0)
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Run WRITER on P into a malloc'd buffer; *LEN gets its size. */
 static char *render(int (*writer)(const struct profile *, FILE *),
@@ -152,9 +144,7 @@ static void test_profile_identity(void)
 static void test_profile_scale(void)
 {
 	struct profile *p = profile_new();
-	double t0 = now_s();
 	CHECK(fixture_big(p, 100000, 50) == 0, "big fixture");
-	double t1 = now_s();
 	uint64_t want = 0;
 	for (int i = 0; i < 100000; i++)
 		want += 1 + (uint64_t)(i % 7);
@@ -163,8 +153,6 @@ static void test_profile_scale(void)
 	CHECK(fixture_big(p, 100000, 50) == 0, "again");
 	CHECK(profile_nstacks(p) == 100000 && profile_total(p) == 2 * want,
 	      "second pass only counts");
-	printf("profile: 100000 stacks x 50 frames added in %.3f s (%zu frames)\n",
-	       t1 - t0, profile_nframes(p));
 	profile_free(p);
 }
 
@@ -323,6 +311,28 @@ static void test_svg_min_width(void)
 	profile_free(p);
 }
 
+static void test_svg_frame_cap(void)
+{
+	/* 11000 chains of 20 frames, 1 sample each: every frame is 0.107 px,
+	 * 220 000 of them would be drawn; the cap raises the threshold. */
+	struct profile *p = profile_new();
+	struct frame st[20];
+	for (int i = 0; i < 11000; i++) {
+		for (int d = 0; d < 20; d++)
+			st[d] = fx_frame(FRAME_LUA, "f", "x.lua", NULL, i * 20 + d + 1, 1, 0, 0);
+		fx_add(p, 1, st, 20, 1);
+	}
+	size_t len;
+	int rc;
+	char *s = render(out_svg_write, p, &len, &rc);
+	size_t frames = s ? count_substr(s, len, "<g><title>") : 0;
+	CHECK(rc == 0 && s && frames >= 1 && frames <= 150001, "drawn frames %zu", frames);
+	CHECK(s && strstr(s, "(frames under 0.2 px not drawn)"), "subtitle tells the threshold");
+	CHECK(len < 30u << 20, "SVG is %zu bytes", len);
+	free(s);
+	profile_free(p);
+}
+
 static void test_speedscope(void)
 {
 	struct profile *p = profile_new();
@@ -445,6 +455,93 @@ static void test_pprof(void)
 	profile_free(p);
 }
 
+/* After a reset, frames no stack uses stay interned but are not written. */
+static void test_unused_frames(void)
+{
+	struct profile *p = profile_new();
+	struct frame f[FX_N];
+	fixture_hostile(p);
+	profile_reset(p);
+	fx_hostile_frames(f);
+	struct frame d[] = { f[FX_ROOT], f[FX_MAIN], f[FX_CLOCK] };
+	fx_add(p, 42, d, 3, 7);
+	size_t len;
+	int rc;
+	char *s = render(out_speedscope_write, p, &len, &rc);
+	CHECK(rc == 0 && s && count_substr(s, len, "{\"name\":") == 3,
+	      "speedscope: 3 frames: %s", s);
+	CHECK(s && strstr(s, "\"samples\":[[0,1,2]]"), "compact indices: %s", s);
+	free(s);
+	s = render(out_pprof_write, p, &len, &rc);
+	Perftools__Profiles__Profile *pb = s ? pprof_read(s, len) : NULL;
+	CHECK(rc == 0 && pb && pb->n_location == 3 && pb->n_function == 3 && pb->n_sample == 1,
+	      "pprof: only used locations");
+	if (pb && pb->n_sample == 1) {
+		const Perftools__Profiles__Sample *sm = pb->sample[0];
+		CHECK(sm->n_location_id == 3 && sm->location_id[0] == 3 && sm->location_id[2] == 1,
+		      "leaf first, compact ids");
+	}
+	if (pb)
+		perftools__profiles__profile__free_unpacked(pb, NULL);
+	free(s);
+	profile_free(p);
+}
+
+/* No control characters but '\n' (and '\t' nowhere) in generated text. */
+static int no_controls(const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if ((c < 0x20 && c != '\n') || c == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+static void test_random_names(void)
+{
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		struct profile *p = profile_new();
+		CHECK(fixture_random(p, seed) == 0, "fixture");
+		size_t len;
+		int rc;
+		char *s = render(out_svg_write, p, &len, &rc);
+		CHECK(rc == 0 && s && utf8_valid(s, len) && no_controls(s, len),
+		      "seed %llu: SVG text clean", (unsigned long long)seed);
+		CHECK(s && count_substr(s, len, "]]>") == 1 && count_substr(s, len, "<script") == 1,
+		      "seed %llu: SVG script intact", (unsigned long long)seed);
+		free(s);
+		s = render(out_speedscope_write, p, &len, &rc);
+		CHECK(rc == 0 && s && utf8_valid(s, len) && no_controls(s, len),
+		      "seed %llu: JSON text clean", (unsigned long long)seed);
+		free(s);
+		s = render(out_folded_write, p, &len, &rc);
+		CHECK(rc == 0 && s && utf8_valid(s, len) && no_controls(s, len),
+		      "seed %llu: folded text clean", (unsigned long long)seed);
+		/* every line splits back into its frames and a count */
+		uint64_t sum = 0;
+		for (char *line = s, *nl; s && (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = 0;
+			char *sp = strrchr(line, ' ');
+			CHECK(sp && sp > line, "line has a count");
+			if (sp)
+				sum += strtoull(sp + 1, NULL, 10);
+		}
+		CHECK(sum == profile_total(p), "folded sums to total");
+		free(s);
+		s = render(out_pprof_write, p, &len, &rc);
+		Perftools__Profiles__Profile *pb = s ? pprof_read(s, len) : NULL;
+		CHECK(rc == 0 && pb, "pprof readable");
+		for (size_t i = 0; pb && i < pb->n_string_table; i++)
+			CHECK(utf8_valid(pb->string_table[i], strlen(pb->string_table[i])),
+			      "pprof string %zu valid UTF-8", i);
+		if (pb)
+			perftools__profiles__profile__free_unpacked(pb, NULL);
+		free(s);
+		profile_free(p);
+	}
+}
+
 /* ------------------------------------------------------------ files */
 
 static int dir_entries(const char *dir)
@@ -527,8 +624,11 @@ int main(void)
 	test_folded();
 	test_svg();
 	test_svg_min_width();
+	test_svg_frame_cap();
 	test_speedscope();
 	test_pprof();
+	test_random_names();
+	test_unused_frames();
 	test_write_file();
 	if (failures) {
 		fprintf(stderr, "t_out: %d check(s) failed\n", failures);
