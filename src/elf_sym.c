@@ -146,13 +146,26 @@ static const char *basename_of(const char *p)
 	return sl ? sl + 1 : p;
 }
 
+/* dwfl_addrmodule, but only when ADDR lies inside the module's range:
+ * libdwfl answers with the highest module for addresses above it (e.g.
+ * LuaJIT mcode mapped after ld.so), which must read as "no module". */
+static Dwfl_Module *addrmodule(Dwfl *dwfl, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	if (!mod)
+		return NULL;
+	Dwarf_Addr lo = 0, hi = 0;
+	dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL);
+	return addr >= lo && addr < hi ? mod : NULL;
+}
+
 static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out,
 			    int *found)
 {
 	memset(out, 0, sizeof *out);
 	*found = 0;
 	uint64_t a = retaddr && pc ? pc - 1 : pc;
-	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, a);
+	Dwfl_Module *mod = addrmodule(s->dwfl, a);
 	if (!mod)
 		return;
 	const char *mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -258,7 +271,7 @@ uint64_t symtab_find(struct symtab *s, const char *name, uint64_t *size, const c
 
 Dwfl_Module *symtab_module_at(struct symtab *s, uint64_t addr, Elf **elf, uint64_t *bias)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(s->dwfl, addr);
+	Dwfl_Module *mod = addrmodule(s->dwfl, addr);
 	if (!mod)
 		return NULL;
 	GElf_Addr b = 0;

@@ -56,7 +56,7 @@ static int in_file_code(const struct proc_maps *maps, uint64_t addr)
 /* Is PC in code the backend has no CFI for (no ELF module)? */
 static int no_module(struct unwinder *u, uint64_t pc)
 {
-	return dwfl_addrmodule(symtab_dwfl(u->sym), pc) == NULL;
+	return symtab_module_at(u->sym, pc, NULL, NULL) == NULL;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,

@@ -91,6 +91,10 @@ struct ctx {
 
 #define STEP(c) do { if (++(c)->steps > 200000) return -LS_E_GARBAGE; } while (0)
 
+/* Where the last walk failed (for -v -v). */
+static const char *lj_why;
+#define FAIL(e, w) (lj_why = (w), (e))
+
 static int rd_ref(struct ctx *c, uint64_t a, uint64_t *v)
 {
 	return lj_read_ref(c->vm, c->m, a, v);
@@ -148,7 +152,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	if (!pt || (pt & 3) || mem_read(c->m, pt, h, ol->pt_size) < 0)
 		return -LS_E_FAULT;
 	if (h[ol->gct] != 7)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "not a proto");
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
 	memcpy(&sizebc, h + ol->pt_sizebc, 4);
@@ -157,7 +161,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	memcpy(&numline, h + ol->pt_numline, 4);
 	if (sizebc == 0 || sizebc > (1u << 24) || sizept < ol->pt_size + sizebc * 4 ||
 	    sizept > (64u << 20) || firstline < 0 || numline < 0)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "proto sizes out of range");
 	uint64_t chunk = 0, lineinfo = 0, uvinfo = 0, varinfo = 0, k = 0;
 	uint32_t sizekgc;
 	memcpy(&chunk, h + ol->pt_chunkname, ol->gcref);
@@ -169,7 +173,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	chunk = lj_gcptr(c->vm, chunk);
 	/* debug info lies inside the proto allocation, or is absent */
 	if (lineinfo && (lineinfo < pt + ol->pt_size || lineinfo >= pt + sizept))
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "proto lineinfo outside the proto");
 	if (uvinfo && (uvinfo < pt + ol->pt_size || uvinfo >= pt + sizept))
 		uvinfo = 0;
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
@@ -186,7 +190,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	uint8_t sgct;
 	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != 4 ||
 	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "chunkname is not a string");
 	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
 	/* only the tail of an '@' name matters past 1023 bytes: read the head */
 	if (mem_read(c->m, chunk + c->l->str_data, src, rl) < 0)
@@ -226,8 +230,10 @@ static uint64_t pt_bc(struct ctx *c, uint64_t pt)
 static int64_t pt_pos(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint64_t pc)
 {
 	uint64_t bc = pt_bc(c, pt);
-	if (pc < bc + 4 || (pc & 3))
+	if (pc < bc || (pc & 3))
 		return -1;
+	if (pc == bc)
+		return 0; /* function entry, before FUNCF was dispatched */
 	int64_t pos = (int64_t)((pc - bc) / 4) - 1;
 	if (pos > (int64_t)pi->sizebc) {
 		return -1;
@@ -450,21 +456,37 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 		return NULL;
 	if (*mm)
 		return intern(mm);
+	/* cached by call site; the proto's shape and the instruction must
+	 * match (addresses are reused) */
+	struct lj_namecache *e = &c->vm->nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
+					     LJ_NAME_CACHE)];
+	if (e->used && e->pt == pt && e->pos == (uint32_t)pos && e->ins == ins &&
+	    e->sizebc == pi->sizebc && e->firstline == pi->firstline)
+		return e->name;
 	uint32_t slot = (ins >> 8) & 0xff;
 	if (op == BC_ITERC)
 		slot -= 3;
 	char nm[256];
+	const char *name = NULL;
 	if (slotname(c, pt, pi, (uint32_t)pos, slot, nm, sizeof nm))
-		return intern(nm);
-	return NULL;
+		name = intern(nm);
+	*e = (struct lj_namecache){ pt, (uint32_t)pos, ins, pi->sizebc, pi->firstline, name, 1 };
+	return name;
 }
 
 /* ---- C function names ---- */
 
-static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f)
+/* Name of C function/builtin FN: by object, else (lua_CFunction only, e.g.
+ * another state's copy) by its C pointer F. */
+static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f, uint8_t ffid)
 {
 	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].fn == fn || (f && vm->names[i].f == f))
+		if (vm->names[i].fn == fn)
+			return &vm->names[i];
+	if (ffid != 1 || !f)
+		return NULL;
+	for (int i = 0; i < vm->nnames; i++)
+		if (vm->names[i].ffid == 1 && vm->names[i].f == f)
 			return &vm->names[i];
 	return NULL;
 }
@@ -506,13 +528,13 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	uint8_t ffid = 0;
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
 	if (k < -1)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "frame slot holds no function");
 	if (k == -1)
 		return 1; /* dummy frame: nothing to show */
 	if (k == 0) {
 		struct lj_ptinfo *pi;
 		if (rd_proto(c, pt, &pi) < 0)
-			return -LS_E_GARBAGE;
+			return FAIL(-LS_E_GARBAGE, "bad proto of a Lua frame");
 		fr->kind = FRAME_LUA;
 		fr->file = pi->file;
 		fr->firstline = pi->firstline;
@@ -524,15 +546,24 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 		return 0;
 	}
 	fr->kind = FRAME_C;
-	const struct lj_fname *n = fname_of(c->vm, fn, f);
-	if (n)
-		fr->name = n->name;
-	else if (ffid > 1 && c->vm->ffname[ffid])
+	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
+	if (ffid > 1 && c->vm->ffname[ffid])
 		fr->name = c->vm->ffname[ffid];
-	else if (ffid > 1)
-		fr->name = internf("[builtin#%d]", ffid);
-	else
-		fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+	else if (n)
+		fr->name = n->name;
+	else {
+		/* no Lua name: the C symbol, when the module has one */
+		struct sym_info si;
+		if (c->t && !in_vm(c->vm, f) && symtab_lookup(c->t->sym, f, 0, &si) == 0 &&
+		    si.func_start == f)
+			fr->name = si.name;
+		else if (ffid > 1)
+			fr->name = internf("[builtin#%d]", ffid);
+		else
+			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+	}
+	if (!n && !(ffid > 1 && c->vm->ffname[ffid]))
+		c->vm->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
 	fr->addr = in_vm(c->vm, f) ? 0 : f;
 	return 0;
@@ -553,6 +584,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 {
 	int n = 0;
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
+	lj_why = NULL;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -566,8 +598,13 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			return -LS_E_FAULT;
 		struct frame fr;
 		int rc = make_frame(c, fn, sw->pc, &fr);
-		if (rc < 0)
+		if (rc < 0) {
+			msg_debug(3, "luajit: L 0x%llx frame slot 0x%llx (stack+%llu): function 0x%llx link 0x%llx, %d frames above",
+				  (unsigned long long)sw->L, (unsigned long long)f,
+				  (unsigned long long)(f - sw->stack), (unsigned long long)fn,
+				  (unsigned long long)link, n);
 			return rc;
+		}
 		int emitted = rc == 0;
 		if (emitted)
 			out[n] = fr;
@@ -575,7 +612,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		if ((link & 7) == FT_VARG) {
 			uint64_t d = (uint64_t)link & ~7ull;
 			if (d == 0 || d > f - sw->stack)
-				return -LS_E_GARBAGE;
+				return FAIL(-LS_E_GARBAGE, "vararg frame delta out of range");
 			f -= d;
 			if (rd_frame(c, f, &fn, &link) < 0)
 				return -LS_E_FAULT;
@@ -587,7 +624,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			uint64_t pc = (uint64_t)link;
 			uint32_t ins;
 			if (!pc || mem_read_u32(c->m, pc - 4, &ins) < 0)
-				return -LS_E_GARBAGE;
+				return FAIL(-LS_E_GARBAGE, "Lua link without a call instruction");
 			uint64_t a = (ins >> 8) & 0xff;
 			next = f - (1 + c->fr2 + a) * 8;
 			uint64_t cfn;
@@ -623,12 +660,14 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 				end = 1; /* C and CP: entered through a cframe */
 		}
 		if (next >= f)
-			return -LS_E_GARBAGE;
+			return FAIL(-LS_E_GARBAGE, "frame link points up the stack");
 		sw->f = next;
 		if (emitted)
 			n++;
-		if (end)
+		if (end) {
+			sw->bottom = next <= lim;
 			return n;
+		}
 	}
 	return n;
 }
@@ -643,12 +682,12 @@ static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
 	    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0)
 		return -LS_E_FAULT;
 	if (tn <= 0 || (uint32_t)tn >= size || size > 65536)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "trace number out of range");
 	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "empty trace slot");
 	uint8_t gct;
 	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != 9)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "not a trace");
 	return 0;
 }
 
@@ -683,7 +722,7 @@ static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uin
 			return 0;
 		}
 	}
-	return -LS_E_GARBAGE;
+	return FAIL(-LS_E_GARBAGE, "no trace holds the pc");
 }
 
 /* PC of the snapshot covering ADDR in trace T (luajit.md 10.5), or 0. */
@@ -785,18 +824,31 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	uint64_t g = 0;
 	struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 1);
 	tb->age = ++vm->clock;
-	if (in_vm(vm, ts->regs.rip) && ts->regs.r14 > vm->lay->g2disp) {
+	/* DISPATCH (r14) = g + G2DISP in VM code, and on traces with GC64 */
+	if (ts->regs.r14 > vm->lay->g2disp) {
 		uint64_t cand = ts->regs.r14 - vm->lay->g2disp;
 		for (int i = 0; i < vm->ng; i++)
 			if (vm->g[i] == cand)
 				g = cand;
-		if (!g && lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
+		if (!g && in_vm(vm, ts->regs.rip) &&
+		    lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
 			g = cand;
 	}
 	if (!g && tb->g)
 		g = tb->g;
 	if (!g && vm->ng == 1)
 		g = vm->g[0];
+	/* several states: the one whose running thread's cframe is on this
+	 * thread's stack */
+	for (int i = 0; !g && i < vm->ng; i++) {
+		uint64_t cl = 0, cf = 0;
+		if (lj_read_ref(vm, m, vm->g[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
+			continue;
+		cf &= ~3ull;
+		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
+			g = vm->g[i];
+	}
 	if (!g)
 		return 0;
 	tb->g = g;
@@ -869,12 +921,22 @@ static struct mem *setup_mem(struct vm *vm, struct thread_snap *ts, struct lj_ov
 static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 {
 	if (!cf || (cf & 7))
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "misaligned cframe");
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
-	uint8_t gct;
+	uint8_t gct, st;
 	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
-		return -LS_E_GARBAGE;
+		return FAIL(-LS_E_GARBAGE, "SAVE_L is not a thread");
+	/* a yielded coroutine runs nowhere: this is a stale cframe (the C
+	 * stack is reused at the same addresses by the next resume) */
+	if (mem_read_u8(c->m, *L + c->ol->L_status, &st) < 0 || st == 1) {
+		uint64_t b = 0, st2 = 0;
+		mem_read_u64(c->m, *L + c->ol->L_base, &b);
+		mem_read_u64(c->m, *L + c->ol->L_stack, &st2);
+		msg_debug(3, "luajit: cframe 0x%llx: SAVE_L 0x%llx status %u base stack+%lld", (unsigned long long)cf,
+			  (unsigned long long)*L, st, (long long)(b - (st2 & 0x7fffffffffffull)));
+		return FAIL(-LS_E_GARBAGE, "SAVE_L is a suspended coroutine");
+	}
 	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
 		return -LS_E_FAULT;
 	for (int i = 0; i < c->vm->ng; i++)
@@ -882,7 +944,7 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 			return 0;
 	if (lj_add_g(c->vm, &c->t->mem.base, *g, "cframe anchor") >= 0)
 		return 0;
-	return -LS_E_GARBAGE;
+	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
 
 /* The pc candidate is inside the bytecode of the Lua function at BASE? */
@@ -903,8 +965,31 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 	struct lj_ptinfo *pi;
 	if (rd_proto(c, pt, &pi) < 0)
 		return 0;
+	if (need_lua == 3)
+		return 1; /* a Lua function's frame, PC unknown */
 	int64_t pos = pt_pos(c, pt, pi, pc);
 	return pos >= 0 && pos < (int64_t)pi->sizebc;
+}
+
+/* Is thread P in coroutine.resume(C) or a coroutine.wrap function of C?
+ * (its top frame's first argument, or the C function's first upvalue) */
+static int resumes(struct ctx *c, uint64_t p, uint64_t child)
+{
+	uint64_t base = 0, fn, tv = 0;
+	int64_t link;
+	if (mem_read_u64(c->m, p + c->ol->L_base, &base) < 0 || !base || (base & 7) ||
+	    rd_frame(c, base - 8, &fn, &link) < 0)
+		return 0;
+	uint8_t gct, ffid;
+	if (mem_read_u8(c->m, fn + c->ol->gct, &gct) < 0 || gct != 8 ||
+	    mem_read_u8(c->m, fn + c->ol->fn_ffid, &ffid) < 0 || ffid == 0)
+		return 0;
+	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+		return 1;
+	/* GCfuncC upvalue[0]: after f (8 bytes) */
+	if (mem_read_u64(c->m, fn + c->ol->fn_f + 8, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+		return 1;
+	return 0;
 }
 
 static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
@@ -955,9 +1040,17 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 					synth = 1;
 				}
 				trace_addr = ts->native.f[nocfi].pc;
+				msg_debug(3, "luajit: on trace: native frame %d pc 0x%llx sp 0x%llx, cframe 0x%llx (cframe - sp = %lld)",
+					  nocfi, (unsigned long long)trace_addr,
+					  (unsigned long long)ts->native.f[nocfi].sp, (unsigned long long)cf,
+					  (long long)(cf - ts->native.f[nocfi].sp));
 				if (trace_find(&c, s->g, s->vmstate, trace_addr, &trace_T, &trace_n) < 0) {
 					trace_n = 0;
 					trace_T = 0;
+				} else if (msg_verbose >= 3) {
+					uint16_t spadj = 0;
+					mem_read_u16(c.m, trace_T + c.ol->tr_spadjust, &spadj);
+					msg_debug(3, "luajit: trace %d spadjust %u", trace_n, spadj);
 				}
 			}
 		}
@@ -977,8 +1070,80 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (!in_vm(vm, ns.f[i].pc))
 			continue;
 		uint64_t cf = ns.f[i].sp, L, g;
+		/* The VM calls a few internal subroutines (vm_mod, vm_floor...)
+		 * with `call`: stopped there, rsp is the cframe minus one or two
+		 * return addresses and the VM's CFI (CFA = rsp+80) is off by as
+		 * much. Find the cframe and unwind again from it. */
 		if (cframe_L(&c, cf, &L, &g) < 0) {
-			rc = -LS_E_GARBAGE;
+			/* ... and in the trace exit handler (registers pushed below
+			 * the cframe) the innermost cframe is cur_L's */
+			uint64_t ccf = 0;
+			if (innermost && have && s->cur_L &&
+			    mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &ccf) == 0)
+				ccf &= ~3ull;
+			/* ... and a parent thread that resumed a coroutine from a
+			 * trace has its cframe further up: accept an address
+			 * whose SAVE_L is a thread that names it as its cframe */
+			for (int d = 8; d <= 32 + 1024; d += 8) {
+				uint64_t try = d <= 24 ? cf + d : d == 32 ? ccf : cf + d - 32;
+				if (d == 32 && (!ccf || ccf <= cf || ccf - cf > 8192))
+					continue;
+				if (d > 32) {
+					uint64_t l2 = 0, lcf2 = 0;
+					uint8_t gct2 = 0;
+					if (!sw.L || rd_ref(&c, try + c.l->cf_L, &l2) < 0 || !l2 ||
+					    mem_read_u8(c.m, l2 + c.ol->gct, &gct2) < 0 || gct2 != 6 ||
+					    mem_read_u64(c.m, l2 + c.ol->L_cframe, &lcf2) < 0 ||
+					    (lcf2 & ~3ull) != try)
+						continue;
+				}
+				if (cframe_L(&c, try, &L, &g) < 0)
+					continue;
+				msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i,
+					  (long long)(try - cf));
+				cf = try;
+				struct user_regs_struct r = ts->regs;
+				r.rip = vm->vm_start;
+				r.rsp = cf;
+				static struct native_stack tmp;
+				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
+				if (n2 > 0) {
+					int k = i + 1;
+					for (int j = 1; j < n2 && k < UNWIND_MAX_FRAMES; j++)
+						ns.f[k++] = tmp.f[j];
+					ns.n = k;
+					ns.truncated = tmp.truncated;
+				}
+				ns.f[i].sp = cf;
+				break;
+			}
+		}
+		if (cframe_L(&c, cf, &L, &g) < 0) {
+			msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d, cur_L 0x%llx, segment L 0x%llx bottom %d, resumes %d",
+				  have ? s->vmstate : 99, ns.n, first_vm, nocfi, synth, trace_n,
+				  (unsigned long long)(have ? s->cur_L : 0), (unsigned long long)sw.L, sw.bottom,
+				  (L && sw.L) ? resumes(&c, L, sw.L) : -1);
+			for (int j = 0; j < ns.n && j < 8 && msg_verbose >= 3; j++)
+				msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
+					  (unsigned long long)ns.f[j].pc, (unsigned long long)ns.f[j].sp,
+					  in_vm(vm, ns.f[j].pc) ? " VM" : "", ns.f[j].flags);
+			if (msg_verbose >= 3) {
+				uint64_t q[12] = { 0 };
+				mem_read(c.m, cf, q, sizeof q);
+				uint8_t g1 = 0xee, g2 = 0xee;
+				mem_read_u8(c.m, q[2] + 9, &g1);
+				mem_read_u8(&t->mem.base, q[2] + 9, &g2);
+				msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
+					  (unsigned long long)(have ? s->cur_L : 0));
+				msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
+					  (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2],
+					  (unsigned long long)q[3], (unsigned long long)q[4], (unsigned long long)q[5],
+					  (unsigned long long)q[6], (unsigned long long)q[7], (unsigned long long)q[8],
+					  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
+			}
+			msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
+				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
+			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
 			break;
 		}
 		int32_t nres = 0;
@@ -1007,87 +1172,98 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		chain_next = 0;
 		if (mem_read_u64(c.m, cf + c.l->cf_prev, &chain_next) == 0)
 			chain_next &= ~3ull;
+		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
 		if (L != sw.L) {
 			for (int k = 0; k < nseen; k++)
 				if (seenL[k] == L) {
-					rc = -LS_E_GARBAGE;
+					rc = FAIL(-LS_E_GARBAGE, "thread met twice");
 					goto out;
 				}
 			memset(&sw, 0, sizeof sw);
 			sw.L = L;
 			sw.stack = stack;
-			/* top frame of L */
+			/* top frame of L: candidate (BASE, PC, check) triples, the
+			 * first whose frames walk cleanly down to the cframe wins */
 			uint64_t savepc = 0;
 			rd_ref(&c, cf + c.l->cf_pc, &savepc);
 			if (savepc == L)
 				savepc = 0;
-			uint64_t pcs[3] = { 0, 0, 0 }, bases[3] = { 0, 0, 0 };
-			int nb = 0, np = 0;
+			struct { uint64_t base, pc; int mode; } cand[12];
+			int nc = 0;
+#define CAND(b_, p_, m_) do { if (nc < 12) { cand[nc].base = (b_); cand[nc].pc = (p_); cand[nc].mode = (m_); nc++; } } while (0)
 			int cur = have && L == s->cur_L;
-			if (innermost && cur && trace_n && s->jit_base) {
-				bases[nb++] = s->jit_base;
-				pcs[np++] = trace_pc(&c, trace_T, trace_addr);
-			} else if (innermost && cur && synth && s->jit_base) {
-				bases[nb++] = s->jit_base;
-				pcs[np++] = 0;
+			uint64_t mask = c.fr2 ? ~0ull : 0xffffffffull;
+			uint64_t rdx = ts->regs.rdx & mask, rbx = ts->regs.rbx & mask;
+			int glue = 0;
+			if (innermost && cur && (trace_n || synth)) {
+				/* on a trace: BASE is rdx while in mcode (it moves
+				 * when the trace returns below its start), else the
+				 * BASE the trace was entered with */
+				uint64_t tpc = trace_n ? trace_pc(&c, trace_T, trace_addr) : 0;
+				if (nocfi == 0) {
+					CAND(rdx, tpc, 1);
+					CAND(rdx, 0, 3);
+				}
+				if (s->jit_base) {
+					CAND(s->jit_base, tpc, 1);
+					CAND(s->jit_base, 0, 3);
+				}
+				/* a continuation frame (trace stitching) pushed
+				 * above that BASE: its function is two slots up */
+				if (nocfi == 0)
+					CAND(rdx + 16, 0, 3);
+				if (s->jit_base)
+					CAND(s->jit_base + 16, 0, 3);
 			} else if (innermost && i == 0) {
 				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
-				 * function or an ASM fast function runs there */
-				uint64_t rdx = ts->regs.rdx, rbx = ts->regs.rbx;
-				if (!c.fr2) {
-					rdx &= 0xffffffffu;
-					rbx &= 0xffffffffu;
+				 * function or an ASM fast function runs there; at a
+				 * call/return BASE is set before PC */
+				CAND(rdx, rbx, 2);
+				CAND(rdx, 0, 3);
+				glue = 1;
+			} else {
+				uint64_t vrbx = (ns.f[i].regs_valid & (1u << UREG_RBX)) ? ns.f[i].regs[UREG_RBX] & mask : 0;
+				CAND(base, vrbx, 1);
+				CAND(base, savepc, 1);
+				if (innermost && cur && s->vmstate == -1) {
+					CAND(rdx, vrbx, 1);
+					CAND(rdx, savepc, 1);
 				}
-				if (base_ok(&c, stack, rdx, rbx, 2)) {
-					sw.f = rdx - 8;
-					sw.pc = rbx;
-				} else {
-					/* VM entry/exit glue: no Lua frame of this cframe
-					 * yet; L's frames start at the next VM frame */
-					segs[nsegs].native_index = i;
-					segs[nsegs].replace = 1;
-					segs[nsegs].f = fb + nf;
-					segs[nsegs].n = 0;
-					nsegs++;
-					memset(&sw, 0, sizeof sw);
+				CAND(base, 0, 0);
+				CAND(base, 0, 3);
+			}
+#undef CAND
+			int found = 0;
+			for (int k = 0; k < nc && !found; k++) {
+				if (!base_ok(&c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+					continue;
+				struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+				int steps = c.steps;
+				if (walk_seg(&c, &t2, fb + nf, MAX_LFRAMES - nf, floor) < 0) {
+					c.steps = steps;
 					continue;
 				}
-				nb = np = 0;
-			} else {
-				bases[nb++] = base;
-				if (innermost && cur && s->vmstate == -1 && ts->native.n > 0) {
-					uint64_t rdx = ts->regs.rdx;
-					bases[nb++] = c.fr2 ? rdx : (rdx & 0xffffffffu);
-				}
-				if (ns.f[i].regs_valid & (1u << UREG_RBX))
-					pcs[np++] = c.fr2 ? ns.f[i].regs[UREG_RBX]
-							  : (ns.f[i].regs[UREG_RBX] & 0xffffffffu);
-				pcs[np++] = savepc;
-			}
-			int found = sw.f != 0;
-			for (int bi = 0; bi < nb && !found; bi++)
-				for (int pi = 0; pi < np && !found; pi++)
-					if (base_ok(&c, stack, bases[bi], pcs[pi], 1)) {
-						sw.f = bases[bi] - 8;
-						sw.pc = pcs[pi];
-						found = 1;
-					}
-			if (!found && !(innermost && cur && (trace_n || synth)) &&
-			    base_ok(&c, stack, base, 0, 0)) {
-				sw.f = base - 8;
-				sw.pc = 0;
+				memset(&sw, 0, sizeof sw);
+				sw.L = L;
+				sw.stack = stack;
+				sw.f = cand[k].base - 8;
+				sw.pc = cand[k].pc;
 				found = 1;
 			}
+			if (!found && glue) {
+				/* VM entry/exit glue: no Lua frame of this cframe
+				 * yet; L's frames start at the next VM frame */
+				segs[nsegs].native_index = i;
+				segs[nsegs].replace = 1;
+				segs[nsegs].f = fb + nf;
+				segs[nsegs].n = 0;
+				nsegs++;
+				memset(&sw, 0, sizeof sw);
+				continue;
+			}
 			if (!found) {
-				/* jit_base/L->base with an unknown PC: frames, no top line */
-				uint64_t b = (innermost && cur && trace_n && s->jit_base) ? s->jit_base : base;
-				if (b > stack && b - stack < (64u << 20) && !(b & 7)) {
-					sw.f = b - 8;
-					sw.pc = 0;
-				} else {
-					rc = -LS_E_GARBAGE;
-					break;
-				}
+				rc = FAIL(-LS_E_GARBAGE, "no consistent top frame");
+				break;
 			}
 			seenL[nseen++] = L;
 		} else {
@@ -1096,7 +1272,6 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			rd_ref(&c, cf + c.l->cf_pc, &savepc);
 			sw.pc = savepc == L ? 0 : savepc;
 		}
-		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
 		int n = walk_seg(&c, &sw, fb + nf, MAX_LFRAMES - nf, floor);
 		if (n < 0) {
 			rc = n;
@@ -1112,9 +1287,17 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		segs[nsegs].n = n;
 		nsegs++;
 		nf += n;
+		if (innermost) {
+			struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
+			if (tb)
+				tb->g = g;
+		}
 		innermost = 0;
 	}
 out:
+	if (rc < 0)
+		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
+			  lj_why ? lj_why : "?");
 	if (rc < 0 && nsegs == 0) {
 		free(fb);
 		return rc;
@@ -1155,19 +1338,66 @@ out:
 	int lua = 0;
 	for (int k = 0; k < nsegs; k++)
 		lua += segs[k].n;
+	/* modules required after the probe: learn their names again, rarely */
+	vm->walks++;
+	if (vm->name_miss && vm->walks - vm->relearn_at >= (vm->relearn_at ? 500u : 20u)) {
+		vm->relearn_at = vm->walks;
+		vm->name_miss = 0;
+		for (int k = 0; k < vm->ng; k++)
+			lj_learn_names(vm, &t->mem.base, vm->g[k]);
+	}
 	int mr = merge_stacks(t->sym, &ns, segs, nsegs, out);
 	free(fb);
 	if (mr < 0)
 		return mr;
 	info->lua_frames = lua;
+	/* g->vmstate: a trace number, or a state (GC, trace exit...) that
+	 * may also have been entered from a trace (info->trace says which) */
 	if (have && nsegs > 0)
-		info->vmstate = intern(vmstate_name(trace_n ? 1 : s->vmstate));
-	if (lua && !trace_n && s->vmstate > 0 && have)
+		info->vmstate = intern(vmstate_name(s->vmstate));
+	else if (trace_n)
 		info->vmstate = intern("trace");
-	return rc < 0 && lua == 0 ? rc : 0;
+	/* a walk that failed half-way is an error sample, not a short stack */
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- coroutines ---- */
+
+/* All Lua frames of thread L from BASE down (no native stack: cframe
+ * boundaries are crossed without PCs for the frames below them). */
+static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t base,
+			 struct frame *out, int max)
+{
+	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
+		return -LS_E_GARBAGE;
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0 };
+	int n = 0;
+	for (int seg = 0; seg < 256 && n < max && !sw.bottom; seg++) {
+		uint64_t before = sw.f;
+		int k = walk_seg(c, &sw, out + n, max - n, 0);
+		if (k < 0)
+			return n ? n : k;
+		n += k;
+		if (sw.f == before)
+			break;
+		sw.pc = 0;
+	}
+	return n;
+}
+
+int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max)
+{
+	struct ctx c = { vm, NULL, vm->lay, vm->ol, m, !!(vm->lay->flags & LJL_GC64), 0 };
+	uint8_t h[128];
+	if (mem_read(m, L, h, vm->ol->L_stacksize + 4) < 0)
+		return -LS_E_FAULT;
+	if (h[vm->ol->gct] != 6)
+		return -LS_E_GARBAGE;
+	uint64_t stack = 0, base = 0;
+	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
+	memcpy(&base, h + vm->ol->L_base, 8);
+	return thread_frames(&c, L, lj_gcptr(vm, stack), base, out, max);
+}
 
 static int lj_coroutines(struct vm *vm, struct target *t,
 			 void (*fn)(void *arg, uint64_t addr, const char *status,
@@ -1214,19 +1444,9 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 					else
 						sts = "suspended";
 					stack_clear(&st);
-					struct segwalk sw = { o, stack, base - 8, 0, 0, 0 };
-					/* suspended: the top frame is coroutine.yield; walk
-					 * through every cframe boundary */
-					int n = 0;
-					for (int seg = 0; seg < 64 && n < MAX_LFRAMES && !sw.bottom; seg++) {
-						int k = walk_seg(&c, &sw, fb + n, MAX_LFRAMES - n, 0);
-						if (k <= 0 && !sw.bottom && k < 0)
-							break;
-						n += k;
-						if (k == 0 && !sw.bottom)
-							break;
-						sw.pc = 0;
-					}
+					int n = thread_frames(&c, o, stack, base, fb, MAX_LFRAMES);
+					if (n < 0)
+						n = 0;
 					for (int k = 0; k < n; k++)
 						stack_push(&st, &fb[k]);
 					if (n > 0 || o == g - c.l->sizeof_L) {

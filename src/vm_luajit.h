@@ -116,6 +116,15 @@ struct lj_ptinfo {                   /* validated proto, cached by address */
 	uint32_t stamp2;
 };
 
+struct lj_namecache {                /* callee names by caller proto + call site */
+	uint64_t pt;
+	uint32_t pos, ins, sizebc;
+	int32_t firstline;
+	const char *name;            /* NULL: no name */
+	int used;
+};
+#define LJ_NAME_CACHE 1024
+
 struct lj_tidbuf {
 	pid_t tid;
 	uint64_t g;
@@ -138,8 +147,12 @@ struct vm {
 	int nnames;
 	const char *ffname[256];     /* builtin id -> name */
 	struct lj_ptinfo pt[LJ_PT_CACHE];
+	struct lj_namecache nc[LJ_NAME_CACHE];
 	struct lj_tidbuf tb[LJ_TID_CACHE];
 	unsigned clock;
+	unsigned walks;              /* walks done */
+	unsigned relearn_at;         /* walk count of the last name refresh */
+	int name_miss;               /* a C function had no name: refresh later */
 	char desc[160];
 	const char *how;             /* how the states were found */
 };
@@ -167,6 +180,10 @@ int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
 uint64_t lj_fde_start(struct target *t, uint64_t addr);
 /* Short source name as debug.traceback prints it (lj_debug_shortname). */
 void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
+
+/* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
+ * first, without native stack (coroutines, tests). Count or -LS_E_*. */
+int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
 
 /* small helpers shared by the walker */
 static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)

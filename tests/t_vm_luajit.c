@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
+#include "proc_mem.h"
 #include "vm_luajit.h"
 
 static int failures;
@@ -76,8 +77,11 @@ static void test_layout_rows(void)
 			seen |= 1;
 		}
 		if (l->flags & LJL_TARANTOOL) {
+			/* the same numbers as tests/luajit-layout-dwarf.test (DWARF) */
 			CHECK(l->g2disp == 3144 && l->g_vmstate == 120 && l->g_cur_L == 280 &&
 			      l->g_mainthref == 160 && l->g_gc_root == 80 && l->sizeof_L == 64);
+			CHECK(l->g_strempty == 140 && l->g_registrytv == 168 && l->g_jit_base == 284 &&
+			      l->g_jtrace == 816 && l->str_len == 12 && l->str_data == 16);
 			seen |= 2;
 		}
 		if ((l->flags & LJL_OPENRESTY) && (l->flags & LJL_GC64) && l->g2disp == 4008) {
@@ -88,6 +92,203 @@ static void test_layout_rows(void)
 	CHECK(seen == 7);
 	CHECK(lj_obj_gc64.L_cframe == 80 && lj_obj_32.L_cframe == 48);
 	CHECK(lj_obj_gc64.pt_size == 104 && lj_obj_32.pt_size == 64);
+	CHECK(lj_obj_32.L_glref == 8 && lj_obj_32.L_base == 16 && lj_obj_32.L_stack == 36 &&
+	      lj_obj_32.L_stacksize == 56 && lj_obj_32.pt_chunkname == 40 &&
+	      lj_obj_32.pt_lineinfo == 52 && lj_obj_32.tr_nsnap == 6 && lj_obj_32.tr_mcode == 64 &&
+	      lj_obj_32.tr_spadjust == 78 && lj_obj_32.fn_f == 24);
+}
+
+/* ---- a synthetic GC64 process image: GG_State, registry, _LOADED ---- */
+
+#define BASE 0x10000u
+static uint8_t img[0x10000];
+#define AT(a) (img + ((a) - BASE))
+static void put64(uint64_t a, uint64_t v) { memcpy(AT(a), &v, 8); }
+static void put32(uint64_t a, uint32_t v) { memcpy(AT(a), &v, 4); }
+static uint64_t tv(int itype, uint64_t p) { return ((uint64_t)(int64_t)itype << 47) | p; }
+static void mkstr(uint64_t a, const char *s)
+{
+	AT(a)[9] = 4;
+	put32(a + 20, (uint32_t)strlen(s));
+	memcpy(AT(a + 24), s, strlen(s) + 1);
+}
+/* one-node table at A with NODE: key string KS, value V */
+static void mktab1(uint64_t a, uint64_t node, uint64_t ks, uint64_t v)
+{
+	AT(a)[9] = 11;
+	put64(a + 40, node);
+	put32(a + 52, 0);
+	put64(node, v);
+	put64(node + 8, tv(-5, ks));
+}
+
+static void test_image(void)
+{
+	const struct lj_layout *lay = NULL;
+	for (int i = 0; i < lj_nlayouts; i++)
+		if (lj_layouts[i].g2disp == 3968 && (lj_layouts[i].flags & LJL_GC64))
+			lay = &lj_layouts[i];
+	CHECK(lay != NULL);
+	if (!lay)
+		return;
+	memset(img, 0, sizeof img);
+	uint64_t L = BASE, g = BASE + 96;
+	AT(L)[9] = 6;
+	AT(L)[10] = 1;
+	put64(L + 16, g);
+	put64(g + lay->g_mainthref, L);
+	AT(g + lay->g_strempty)[9] = 4;
+	put32(g + lay->g_vmstate, 0xffffffffu);
+	put64(g + lay->g_cur_L, L);
+	uint64_t vm_start = 0x400000, vm_end = 0x404000;
+	put64(g + lay->g2disp, vm_start + 0x100);
+	put64(g + lay->g2disp - 8, 5);
+	/* registry -> _LOADED -> string -> format (builtin #77) */
+	uint64_t reg = 0x13000, loaded = 0x13100, strlib = 0x13200, fn = 0x13300;
+	mkstr(0x14000, "_LOADED");
+	mkstr(0x14100, "string");
+	mkstr(0x14200, "format");
+	put64(g + lay->g_registrytv, tv(-12, reg));
+	mktab1(reg, 0x15000, 0x14000, tv(-12, loaded));
+	mktab1(loaded, 0x15100, 0x14100, tv(-12, strlib));
+	mktab1(strlib, 0x15200, 0x14200, tv(-9, fn));
+	AT(fn)[9] = 8;
+	AT(fn)[10] = 77;
+	put64(fn + 40, 0x7000000);
+
+	struct mem_region r = { BASE, img, sizeof img };
+	struct mem_image mi;
+	mem_image_init(&mi, &r, 1);
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->lay = lay;
+	vm->ol = &lj_obj_gc64;
+	vm->vm_start = vm_start;
+	vm->vm_end = vm_end;
+	CHECK(lj_check_g(vm, &mi.base, g) == 0);
+	CHECK(lj_add_g(vm, &mi.base, g, "test") == 0 && vm->ng == 1);
+	CHECK(vm->ffname[77] && strcmp(vm->ffname[77], "string.format") == 0);
+	CHECK(vm->nnames == 1 && vm->names[0].f == 0x7000000);
+	/* each invariant rejects a broken state */
+	put64(g + lay->g_mainthref, L + 8);
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put64(g + lay->g_mainthref, L);
+	put32(g + lay->g_vmstate, 0xfffffff0u); /* vmstate -16 */
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put32(g + lay->g_vmstate, 3); /* trace 3 is fine */
+	CHECK(lj_check_g(vm, &mi.base, g) == 0);
+	put64(g + lay->g2disp - 8, vm_start + 8); /* no dispatch boundary */
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put64(g + lay->g2disp - 8, 5);
+	put64(g + lay->g_cur_L, 0x14000); /* cur_L is a string */
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	put64(g + lay->g_cur_L, L);
+	AT(g + lay->g_strempty)[9] = 5;
+	CHECK(lj_check_g(vm, &mi.base, g) < 0);
+	AT(g + lay->g_strempty)[9] = 4;
+	CHECK(lj_check_g(vm, &mi.base, g + 8) < 0);
+	CHECK(lj_check_g(vm, &mi.base, 0x99990000) < 0); /* unmapped */
+	/* a table whose hash mask is absurd is refused, not iterated */
+	put32(loaded + 52, 0x7fffffff);
+	struct vm *vm2 = calloc(1, sizeof *vm2);
+	*vm2 = (struct vm){ .lay = lay, .ol = &lj_obj_gc64, .vm_start = vm_start, .vm_end = vm_end };
+	CHECK(lj_learn_names(vm2, &mi.base, g) == 0 && vm2->nnames == 0);
+	free(vm);
+	free(vm2);
+}
+
+/* A GC64 Lua stack: main chunk (@t.lua) calls global f; frames, names,
+ * lines; then the same image with random stack slots and proto fields
+ * must give an error or frames, never a crash or a hang. */
+static void test_stack_walk(void)
+{
+	const struct lj_layout *lay = &lj_layouts[0];
+	memset(img, 0, sizeof img);
+	uint64_t L = 0x10000, stack = 0x11000, fn0 = 0x12000, fn1 = 0x12100;
+	uint64_t pt0 = 0x13000, pt1 = 0x14000;
+	AT(L)[9] = 6;
+	put64(L + 16, L + 96);
+	put64(L + 56, stack);
+	put32(L + 88, 40);
+	/* protos: header, bytecode, lineinfo; pt0 has one GC constant "f" */
+	mkstr(0x15000, "@t.lua");
+	mkstr(0x15100, "f");
+	uint64_t pts[2] = { pt0, pt1 };
+	for (int i = 0; i < 2; i++) {
+		uint64_t pt = pts[i];
+		AT(pt)[9] = 7;
+		put32(pt + 12, 4);                /* sizebc */
+		put32(pt + 56, 104 + 16 + 8 + 8); /* sizept */
+		put64(pt + 64, 0x15000);          /* chunkname */
+		put32(pt + 72, i ? 3 : 0);        /* firstline */
+		put32(pt + 76, i ? 2 : 9);        /* numline */
+		put64(pt + 80, pt + 104 + 16);    /* lineinfo */
+		put64(pt + 32, pt + 104 + 16 + 8);/* k: GC constants below it */
+		put32(pt + 48, 1);                /* sizekgc */
+		uint8_t li[4] = { 0, 1, 1, 2 };
+		memcpy(AT(pt + 104 + 16), li, 4);
+	}
+	put64(pt0 + 104 + 16, 0x15100); /* kgc[-1] = "f" (k - 8) */
+	put64(pt0 + 104 + 16 + 8 - 8, 0x15100);
+	put64(pt0 + 80, pt0 + 104 + 16 + 8); /* lineinfo after k */
+	uint8_t li0[4] = { 0, 5, 5, 6 };
+	memcpy(AT(pt0 + 104 + 16 + 8), li0, 4);
+	put32(pt0 + 56, 104 + 16 + 8 + 8);
+	/* main chunk: FUNCV; GGET 0 "f"; CALL 0 1 1; RET0 */
+	uint32_t bc0[4] = { 92, 54 | (0 << 8) | (0u << 16), 66 | (0 << 8) | (1u << 16) | (1u << 24), 75 };
+	memcpy(AT(pt0 + 104), bc0, 16);
+	uint32_t bc1[4] = { 89, 0, 0, 75 };
+	memcpy(AT(pt1 + 104), bc1, 16);
+	AT(fn0)[9] = 8;
+	put64(fn0 + 32, pt0 + 104);
+	AT(fn1)[9] = 8;
+	put64(fn1 + 32, pt1 + 104);
+	/* stack: [0] L, [1] nil, [2] fn0, [3] CP link, [4] fn1, [5] PC after CALL */
+	put64(stack, tv(-7, L));
+	put64(stack + 8, ~0ull);
+	put64(stack + 16, tv(-9, fn0));
+	put64(stack + 24, 16 | 5);
+	put64(stack + 32, tv(-9, fn1));
+	put64(stack + 40, pt0 + 104 + 12);
+	put64(L + 32, stack + 48); /* base */
+	put64(L + 40, stack + 48); /* top */
+
+	struct mem_region r = { BASE, img, sizeof img };
+	struct mem_image mi;
+	mem_image_init(&mi, &r, 1);
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->lay = lay;
+	vm->ol = &lj_obj_gc64;
+	struct frame fr[16];
+	int n = lj_thread_frames(vm, &mi.base, L, fr, 16);
+	CHECK(n == 2);
+	if (n == 2) {
+		CHECK(fr[0].kind == FRAME_LUA && strcmp(fr[0].name, "f") == 0 && fr[0].firstline == 3);
+		CHECK(strcmp(fr[0].file, "t.lua") == 0);
+		CHECK(strcmp(fr[1].name, "main chunk") == 0 && fr[1].line == 5);
+	}
+	/* a link pointing up the stack is refused, not followed */
+	put64(stack + 24, (uint64_t)-16 | 5);
+	CHECK(lj_thread_frames(vm, &mi.base, L, fr, 16) <= 1);
+	/* fuzz: random slots and proto fields */
+	static uint8_t saved[sizeof img];
+	memcpy(saved, img, sizeof img);
+	srand(1);
+	for (int it = 0; it < 20000; it++) {
+		memcpy(img, saved, sizeof img);
+		int k = 1 + rand() % 6;
+		for (int j = 0; j < k; j++) {
+			uint64_t targets[] = { stack + 8 * (rand() % 8), pt0 + 8 * (rand() % 16),
+					       pt1 + 8 * (rand() % 16), L + 8 * (rand() % 12) };
+			uint64_t a = targets[rand() % 4];
+			uint64_t v = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 3) ^ (uint64_t)rand();
+			if (rand() % 3 == 0)
+				v = BASE + (uint64_t)(rand() % (int)sizeof img);
+			put64(a, v);
+		}
+		n = lj_thread_frames(vm, &mi.base, L, fr, 16);
+		CHECK(n <= 16);
+	}
+	free(vm);
 }
 
 int main(void)
@@ -95,6 +296,8 @@ int main(void)
 	test_code_derive();
 	test_shortsrc();
 	test_layout_rows();
+	test_image();
+	test_stack_walk();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

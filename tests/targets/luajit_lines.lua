@@ -1,0 +1,18 @@
+-- luajit_lines.lua: one hot line for luajit-lines.test.
+--   luajit luajit_lines.lua [SECONDS] [joff]
+local secs = tonumber(arg[1]) or 10
+if arg[2] == "joff" then jit.off() end
+
+local function hot(n)
+  local s = 0
+  for i = 1, n do
+    s = s + (i * 7) % 13 + (s % 3) * (i % 5) -- HOT
+  end
+  return s
+end
+
+local t0, n = os.clock(), 0
+while os.clock() - t0 < secs do
+  n = n + hot(200000)
+end
+print("done", n)
