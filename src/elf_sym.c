@@ -159,6 +159,69 @@ static Dwfl_Module *addrmodule(Dwfl *dwfl, uint64_t addr)
 	return addr >= lo && addr < hi ? mod : NULL;
 }
 
+/* [*START, *END) of the FDE covering file address ADDR, by a binary
+ * search of .eh_frame_hdr (PT_GNU_EH_FRAME; GCC/clang on x86_64 encode
+ * its table datarel|sdata4 and FDE ranges as 4 bytes). 0 or -1. */
+static int fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
+{
+	size_t nph = 0;
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return -1;
+	GElf_Phdr hdr = { 0 }, ph;
+	int have = 0;
+	for (size_t i = 0; i < nph; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
+			hdr = ph;
+			have = 1;
+		}
+	if (!have || hdr.p_filesz < 12)
+		return -1;
+	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)hdr.p_offset, hdr.p_filesz, ELF_T_BYTE);
+	if (!d || !d->d_buf)
+		return -1;
+	const uint8_t *h = d->d_buf;
+	if (h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+		return -1;
+	uint32_t count;
+	memcpy(&count, h + 8, 4);
+	if (count == 0 || 12 + 8ull * count > hdr.p_filesz)
+		return -1;
+	int64_t key = (int64_t)addr - (int64_t)hdr.p_vaddr;
+	uint32_t lo = 0, hi = count - 1;
+	int32_t e[2];
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+		memcpy(e, h + 12 + 8ull * mid, 8);
+		if (e[0] <= key)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	memcpy(e, h + 12 + 8ull * lo, 8);
+	if (e[0] > key)
+		return -1;
+	uint64_t fstart = hdr.p_vaddr + (uint64_t)(int64_t)e[0];
+	uint64_t fde = hdr.p_vaddr + (uint64_t)(int64_t)e[1];
+	/* the FDE's pc_range (4 bytes at +12), through the segment holding it */
+	for (size_t i = 0; i < nph; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+		    fde < ph.p_vaddr || fde + 16 > ph.p_vaddr + ph.p_filesz)
+			continue;
+		Elf_Data *fd = elf_getdata_rawchunk(elf, (int64_t)(ph.p_offset + (fde - ph.p_vaddr)), 16,
+						    ELF_T_BYTE);
+		if (!fd || !fd->d_buf)
+			return -1;
+		uint32_t range;
+		memcpy(&range, (const uint8_t *)fd->d_buf + 12, 4);
+		if (addr >= fstart + range)
+			return -1;
+		*start = fstart;
+		*end = fstart + range;
+		return 0;
+	}
+	return -1;
+}
+
 static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out,
 			    int *found)
 {
@@ -190,20 +253,15 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	}
 	if (!out->func_start) {
 		/* no sized symbol (stripped static function): the CFI entry
-		 * that covers the address still tells where the function starts */
-		Dwarf_Addr cbias = 0;
-		Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &cbias);
-		if (!cfi)
-			cfi = dwfl_module_dwarf_cfi(mod, &cbias);
-		Dwarf_Frame *fr = NULL;
-		if (cfi && dwarf_cfi_addrframe(cfi, a - cbias, &fr) == 0) {
-			Dwarf_Addr start, end;
-			if (dwarf_frame_info(fr, &start, &end, NULL) >= 0 && start <= a - cbias &&
-			    a - cbias < end) {
-				out->func_start = start + cbias;
-				out->func_end = end + cbias;
-			}
-			free(fr);
+		 * (FDE) that covers the address still tells where the function
+		 * starts. Not dwarf_frame_info(): its range is one row of the
+		 * CFA table, which starts anywhere inside the function. */
+		GElf_Addr ebias = 0;
+		Elf *elf = dwfl_module_getelf(mod, &ebias);
+		uint64_t st, en;
+		if (elf && fde_range(elf, a - ebias, &st, &en) == 0) {
+			out->func_start = st + ebias;
+			out->func_end = en + ebias;
 		}
 	}
 	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);

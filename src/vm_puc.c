@@ -71,6 +71,9 @@ struct puc_proto {
 	uint64_t k_addr;
 	int np;
 	uint64_t p_addr;
+	/* call-site names by pc, computed on first use (the Proto is
+	 * immutable while its header matches); "" = no name */
+	const char **cs_name, **cs_what;
 };
 
 struct cname { uint64_t f; const char *name; };
@@ -80,7 +83,6 @@ struct vm {
 	const struct puc_layout *lay;
 	int minor, patch;
 	char desc[96];
-	struct target *t;
 	uint64_t ident;
 	const char *lua_module;        /* module holding lua_ident */
 	uint64_t states[MAX_STATES];   /* main lua_States */
@@ -88,10 +90,10 @@ struct vm {
 	uint64_t coros[MAX_COROS];     /* other threads (allgc walk) */
 	int ncoros;
 	uint64_t coros_ns;             /* when they were listed */
-	int want_rescan;
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */
+	uint64_t co_yield;             /* coroutine.yield */
 	struct range exec[MAX_EXEC];
 	int nexec;
 	const char *exec_how;
@@ -103,6 +105,7 @@ struct vm {
 	struct puc_raw raw[MAX_RAW];
 	uint64_t rawL[MAX_THREADS_L];
 	int nrawL;
+	unsigned pcreg_votes[UREG_NREGS]; /* which register held luaV_execute's pc */
 	/* fde cache */
 	struct { uint64_t pc, lo, hi; } fde[256];
 };
@@ -139,7 +142,7 @@ static int read_tstring(const struct puc_layout *lay, struct mem *m, uint64_t a,
 			size_t max)
 {
 	uint8_t h[32];
-	if (!ptr_ok(a) || mem_read(m, a, h, 32) < 0)
+	if (!ptr_ok(a) || lay->ts_data > 32 || mem_read(m, a, h, (size_t)lay->ts_data) < 0)
 		return -1;
 	uint64_t len;
 	if (h[8] != lay->gct_sstr && h[8] != lay->gct_lstr)
@@ -358,7 +361,13 @@ static int table_each(const struct puc_layout *lay, struct mem *m, uint64_t tab,
 		      int (*fn)(void *arg, const char *key, const uint8_t *val), void *arg)
 {
 	uint8_t th[72];
-	if (!ptr_ok(tab) || mem_read(m, tab, th, sizeof th) < 0 || th[8] != lay->gct_table)
+	int tl = lay->t_sizearray + 4;
+	if (lay->t_node + 8 > tl)
+		tl = lay->t_node + 8;
+	if (lay->t_metatable + 8 > tl)
+		tl = lay->t_metatable + 8;
+	if (!ptr_ok(tab) || tl > (int)sizeof th || mem_read(m, tab, th, (size_t)tl) < 0 ||
+	    th[8] != lay->gct_table)
 		return -1;
 	unsigned lsz = th[lay->t_lsizenode];
 	if (lsz > 16)
@@ -488,7 +497,8 @@ static void load_cnames(struct vm *vm, struct target *t, uint64_t L)
 	int before = vm->ncn;
 	table_each(lay, m, la.loaded, loaded_mod_cb, &la);
 	qsort(vm->cn, (size_t)vm->ncn, sizeof *vm->cn, cname_cmp);
-	msg_debug(1, "puc: %d C functions named from _LOADED", vm->ncn - before);
+	msg_debug(1, "puc: %d new C function names from _LOADED of 0x%llx", vm->ncn - before,
+		  (unsigned long long)L);
 }
 
 static const char *cname_find(const struct vm *vm, uint64_t f)
@@ -612,31 +622,43 @@ struct jt_scan {
 	struct target *t;
 	uint64_t text_lo, text_hi;
 	uint64_t best_lo, best_hi;
+	int best_exact;
 };
 
-/* A dispatch table of N entries whose targets all lie in one FDE and are
- * mostly distinct: luaV_execute's opcode switch (5.1-5.3: int32 offsets
- * from the table) or 5.4's computed-goto disptab (absolute pointers). */
-static void jt_check(struct jt_scan *js, const uint64_t *tg, int n)
+/* A dispatch table: N (or N-1, when the last opcode is the default)
+ * entries whose targets all lie in one FDE and are mostly distinct:
+ * luaV_execute's opcode switch (5.1-5.3: int32 offsets from the table)
+ * or 5.4's computed-goto disptab (absolute pointers). TG holds K >= N-1
+ * targets (up to N+2), PREV the target the entry before the table would
+ * have. A table that starts exactly here and ends after N entries
+ * ("exact") beats a longer one; then the bigger function wins. */
+static void jt_check(struct jt_scan *js, const uint64_t *tg, int k, int n, uint64_t prev)
 {
 	uint64_t end;
 	uint64_t lo = fde_of(js->vm, js->t, tg[0], &end);
 	if (!lo || end - lo < 2048)
 		return;
-	int distinct = 0;
-	for (int i = 0; i < n; i++) {
-		if (tg[i] < lo || tg[i] >= end)
-			return;
+	if (prev >= lo && prev < end)
+		return;   /* the middle of a longer table */
+	int run = 0, distinct = 0;
+	while (run < k && tg[run] >= lo && tg[run] < end)
+		run++;
+	if (run < n - 1)
+		return;
+	for (int i = 0; i < n - 1; i++) {
 		int dup = 0;
 		for (int j = 0; j < i && !dup; j++)
 			dup = tg[j] == tg[i];
 		distinct += !dup;
 	}
-	if (distinct * 4 < n * 3)
+	if (distinct * 4 < (n - 1) * 3)
 		return;
-	if (end - lo > js->best_hi - js->best_lo) {
+	int exact = run <= n;
+	if (exact > js->best_exact ||
+	    (exact == js->best_exact && end - lo > js->best_hi - js->best_lo)) {
 		js->best_lo = lo;
 		js->best_hi = end;
+		js->best_exact = exact;
 	}
 }
 
@@ -646,7 +668,7 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 	const struct proc_map *im = proc_maps_find(maps, vm->ident);
 	if (!im)
 		return;
-	struct jt_scan js = { vm, t, UINT64_MAX, 0, 0, 0 };
+	struct jt_scan js = { vm, t, UINT64_MAX, 0, 0, 0, -1 };
 	for (int i = 0; i < maps->n; i++)
 		if (maps->m[i].path == im->path && (maps->m[i].perms & MAP_X)) {
 			if (maps->m[i].start < js.text_lo)
@@ -657,7 +679,7 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 	if (js.text_lo >= js.text_hi)
 		return;
 	int n = vm->lay->num_opcodes;
-	uint64_t tg[96];
+	uint64_t tg[100];
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < maps->n; i++) {
 		const struct proc_map *pm = &maps->m[i];
@@ -670,11 +692,11 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 		if (!buf)
 			continue;
 		ssize_t got = t->mem.base.read(&t->mem.base, pm->start, buf, len);
-		for (ssize_t off = 0; got > 0 && off + 4 * n <= got; off += 4) {
+		for (ssize_t off = 0; got > 0 && off + 4 * (n - 1) <= got; off += 4) {
 			/* relative int32 table */
 			uint64_t base = pm->start + (uint64_t)off;
 			int k;
-			for (k = 0; k < n; k++) {
+			for (k = 0; k < n + 2 && off + 4 * k + 4 <= got; k++) {
 				int32_t d;
 				memcpy(&d, buf + off + 4 * k, 4);
 				uint64_t a = base + (uint64_t)(int64_t)d;
@@ -682,26 +704,30 @@ static void find_exec_by_table(struct vm *vm, struct target *t)
 					break;
 				tg[k] = a;
 			}
-			/* the last opcode (EXTRAARG) may be the switch's default */
-			if (k >= n - 1)
-				jt_check(&js, tg, k);
+			if (k >= n - 1) {
+				int32_t d = 0;
+				if (off >= 4)
+					memcpy(&d, buf + off - 4, 4);
+				jt_check(&js, tg, k, n, off >= 4 ? base + (uint64_t)(int64_t)d : 0);
+			}
 			/* absolute pointers */
-			if ((off & 7) == 0 && off + 8 * n <= got) {
-				for (k = 0; k < n; k++) {
+			if ((off & 7) == 0) {
+				for (k = 0; k < n + 2 && off + 8 * k + 8 <= got; k++) {
 					uint64_t a = g64(buf, (int)off + 8 * k);
 					if (a < js.text_lo || a >= js.text_hi)
 						break;
 					tg[k] = a;
 				}
 				if (k >= n - 1)
-					jt_check(&js, tg, k);
+					jt_check(&js, tg, k, n, off >= 8 ? g64(buf, (int)off - 8) : 0);
 			}
 		}
 		free(buf);
 	}
 	msg_debug(1, "puc: opcode table scan took %.1f ms", (now_ns() - t0) / 1e6);
 	if (js.best_lo)
-		exec_add(vm, js.best_lo, js.best_hi, "opcode dispatch table");
+		exec_add(vm, js.best_lo, js.best_hi, js.best_exact ? "opcode dispatch table"
+							 : "opcode dispatch table, inexact");
 }
 
 static void find_exec(struct vm *vm, struct target *t)
@@ -733,6 +759,8 @@ static void proto_free(struct puc_proto *p)
 	free(p->line);
 	free(p->loc);
 	free(p->upname);
+	free(p->cs_name);
+	free(p->cs_what);
 	free(p);
 }
 
@@ -742,7 +770,18 @@ static struct puc_proto *proto_get(struct vm *vm, struct mem *m, uint64_t a)
 {
 	const struct puc_layout *lay = vm->lay;
 	uint8_t h[136];
-	if (!ptr_ok(a) || mem_read(m, a, h, 128) < 0 || h[8] != lay->p_tt_value)
+	/* read only as far as the last field: a Proto may end its mapping */
+	int hl = lay->p_source + 8;
+	const int ends[] = { lay->p_k, lay->p_code, lay->p_p, lay->p_upvalues, lay->p_lineinfo,
+			     lay->p_abslineinfo, lay->p_locvars };
+	for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+		if (ends[i] + 8 > hl)
+			hl = ends[i] + 8;
+	if (lay->p_nups + 1 > hl)
+		hl = lay->p_nups + 1;
+	if (lay->p_lastlinedefined + 4 > hl)
+		hl = lay->p_lastlinedefined + 4;
+	if (!ptr_ok(a) || hl > 128 || mem_read(m, a, h, (size_t)hl) < 0 || h[8] != lay->p_tt_value)
 		return NULL;
 	uint64_t code = g64(h, lay->p_code), src = g64(h, lay->p_source);
 	int sizecode = (int)g32(h, lay->p_sizecode);
@@ -910,15 +949,33 @@ static int na_child_nups(void *arg, int idx)
 	return nups;
 }
 
-/* Name of the function called by instruction PC of caller Proto P. */
+/* Name of the function called by instruction PC of caller Proto P
+ * (cached per Proto and pc). */
 static const char *callsite_name(struct vm *vm, struct mem *m, struct puc_proto *p, int pc,
 				 const char **what)
 {
+	*what = NULL;
+	if (pc < 0 || pc >= p->sizecode)
+		return NULL;
+	if (!p->cs_name) {
+		p->cs_name = calloc((size_t)p->sizecode, sizeof *p->cs_name);
+		p->cs_what = calloc((size_t)p->sizecode, sizeof *p->cs_what);
+	}
+	if (p->cs_name && p->cs_what && p->cs_name[pc]) {
+		*what = p->cs_what[pc];
+		return *what ? p->cs_name[pc] : NULL;
+	}
 	struct name_arg na = { vm, m, p };
 	struct puc_nameinfo ni = { vm->lay, p->code, p->sizecode, &na, na_local, na_upval,
-				   na_kstr, na_child_nups, NULL };
+				   na_kstr, na_child_nups };
 	const char *name = NULL;
 	*what = puc_funcname(&ni, pc, &name);
+	if (*what && name)
+		name = intern(name);   /* "?" and literals from the decoder too */
+	if (p->cs_name && p->cs_what) {
+		p->cs_name[pc] = *what && name ? name : "";
+		p->cs_what[pc] = *what && name ? *what : NULL;
+	}
 	return *what ? name : NULL;
 }
 
@@ -963,7 +1020,6 @@ static void refresh_coros(struct vm *vm, struct mem *m)
 {
 	vm->ncoros = enum_threads(vm, m, vm->coros, MAX_COROS);
 	vm->coros_ns = now_ns();
-	vm->want_rescan = 0;
 }
 
 /* The coroutine that L is running through coroutine.resume/wrap, or 0. */
@@ -1047,7 +1103,9 @@ static int read_func(struct vm *vm, struct mem *m, uint64_t func, struct puc_raw
 	}
 	if (tag != lay->tag_lcl && tag != lay->tag_ccl)
 		return -LS_E_TORN;
-	if (!ptr_ok(v) || mem_read(m, v, cl, 48) < 0)
+	/* a Lua closure without upvalues is only 32 bytes (5.2+) */
+	size_t cll = (size_t)(lay->ccl_f > lay->lcl_p ? lay->ccl_f : lay->lcl_p) + 8;
+	if (!ptr_ok(v) || mem_read(m, v, cl, cll) < 0)
 		return -LS_E_TORN;
 	int isC;
 	if (lay->cl_isC >= 0) {
@@ -1126,8 +1184,10 @@ static int read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *l
 			if (!ptr_ok(ci) || mem_read(m, ci, cb, (size_t)lay->ci_size) < 0)
 				return -LS_E_TORN;
 			uint64_t func = g64(cb, lay->ci_func);
-			/* 5.4.5+ relstack(): offsets instead of pointers mid-realloc */
-			if (func < (1ull << 32) || func < stack || func > last + 5 * 16)
+			/* 5.4.5+ relstack() turns pointers into byte offsets from the
+			 * old stack while it reallocates: small values, below any
+			 * stack address (not "< 4 GiB": non-PIE heaps live there) */
+			if (func < stack || func > last + 5 * 16)
 				return -LS_E_TORN;
 			r.L = L;
 			r.ci = ci;
@@ -1154,7 +1214,22 @@ static int read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *l
 	return 0;
 }
 
+static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts);
+
+/* A stopped thread reads consistently; a running one (--nonblocking) may
+ * tear: read again, up to three times, before counting the sample torn. */
 static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
+{
+	int rc = 0;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		rc = capture_once(vm, t, ts);
+		if (rc < 0 || vm->raw_err != -LS_E_TORN)
+			break;
+	}
+	return rc;
+}
+
+static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
 {
 	const struct puc_layout *lay = vm->lay;
 	struct mem *m = ts->mem ? ts->mem : &t->mem.base;
@@ -1179,32 +1254,59 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 			L = resume_child(vm, m, L);
 		}
 	}
-	int ncoros = vm->ncoros < 512 ? vm->ncoros : 512;
-	for (int i = 0; i < ncoros; i++)
-		seen[nseen++] = vm->coros[vm->ncoros - 1 - i];
-	for (int i = 0; i < nseen; i++) {
-		uint64_t L = seen[i];
-		int dup = 0;
-		for (int k = 0; k < i && !dup; k++)
-			dup = seen[k] == L;
-		if (dup || mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
-			continue;
-		uint64_t ej = g64(lb, lay->L_errorJmp);
-		if (lb[lay->L_status] != 0 || !rsp || ej < rsp || ej >= hi)
-			continue;
-		c[nc].L = L;
-		c[nc].ej = ej;
-		nc++;
+	/* phase 1: main states and their resume chains; phase 2 (only when
+	 * nothing runs here, or the innermost state sits in a C function that
+	 * may lua_resume a coroutine itself, like haproxy): known coroutines */
+	int nfirst = nseen;
+	for (int phase = 0; phase < 2; phase++) {
+		if (phase == 1) {
+			int need = nc == 0;
+			if (!need) {
+				uint64_t ci, func;
+				uint8_t tv[16];
+				need = rd64(m, c[0].L + (uint64_t)lay->L_ci, &ci) < 0 || !ptr_ok(ci) ||
+				       rd64(m, ci + (uint64_t)lay->ci_func, &func) < 0 || !ptr_ok(func) ||
+				       mem_read(m, func, tv, 16) < 0 || tv_tag(lay, tv) != lay->tag_lcl;
+				/* 5.1 has one closure tag: a Lua closure has isC == 0 */
+				if (!need && lay->cl_isC >= 0) {
+					uint8_t isc = 1;
+					need = rd8(m, g64(tv, 0) + (uint64_t)lay->cl_isC, &isc) < 0 || isc != 0;
+				}
+			}
+			if (!need)
+				break;
+			int ncoros = vm->ncoros < 512 ? vm->ncoros : 512;
+			for (int i = 0; i < ncoros; i++)
+				seen[nseen++] = vm->coros[vm->ncoros - 1 - i];
+		}
+		for (int i = phase ? nfirst : 0; i < (phase ? nseen : nfirst); i++) {
+			uint64_t L = seen[i];
+			int dup = 0;
+			for (int k = 0; k < i && !dup; k++)
+				dup = seen[k] == L;
+			if (dup || mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
+				continue;
+			uint64_t ej = g64(lb, lay->L_errorJmp);
+			if (lb[lay->L_status] != 0 || !rsp || ej < rsp || ej >= hi)
+				continue;
+			c[nc].L = L;
+			c[nc].ej = ej;
+			nc++;
+		}
+		qsort(c, (size_t)nc, sizeof *c, cand_cmp);
 	}
-	qsort(c, (size_t)nc, sizeof *c, cand_cmp);
 	if (nc == 0 && ts->tid == t->pid) {
 		/* a host calling Lua without a protected call: resume chain only */
 		for (int s = 0; s < vm->nstates && !nc; s++) {
 			uint64_t chain[8];
 			int nch = 0;
 			uint64_t L = vm->states[s];
+			/* only a state inside no protected call at all (errorJmp NULL):
+			 * one with an errorJmp runs on the thread whose stack holds it
+			 * (unknown without registers: --nonblocking) */
 			while (L && nch < 8 && mem_read(m, L, lb, (size_t)lay->L_size) == 0 &&
-			       lb[lay->L_status] == 0 && state_active(lay, L, lb)) {
+			       lb[lay->L_status] == 0 && state_active(lay, L, lb) &&
+			       (nch > 0 || !rsp || g64(lb, lay->L_errorJmp) == 0)) {
 				chain[nch++] = L;
 				L = resume_child(vm, m, L);
 			}
@@ -1212,17 +1314,19 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 				c[nc++].L = chain[k];
 		}
 	}
-	if (nc == 0) {
-		/* nothing on this stack: maybe a coroutine we don't know yet */
-		vm->want_rescan = 1;
-		return 0;
-	}
+	if (nc == 0)
+		return 0;   /* not in Lua, or a coroutine we don't know yet (walk) */
 	for (int i = 0; i < nc && i < MAX_THREADS_L; i++) {
 		if (mem_read(m, c[i].L, lb, (size_t)lay->L_size) < 0) {
 			vm->raw_err = -LS_E_TORN;
 			return 0;
 		}
+		int first_of_L = vm->nraw;
 		int rc = read_chain(vm, m, c[i].L, lb);
+		if (rc == 0 && vm->nraw == first_of_L && i > 0) {
+			vm->raw_err = -LS_E_TORN;   /* an outer state with no frame */
+			return 0;
+		}
 		if (rc < 0) {
 			vm->raw_err = rc;
 			return 0;
@@ -1234,11 +1338,23 @@ static int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 			vm->raw_err = -LS_E_TORN;
 			return 0;
 		}
+		/* an outer state must be inside the C function that resumed the
+		 * inner one, not back in Lua or yielding (the chain moved) */
+		if (i > 0 && vm->raw[first_of_L].lua) {
+			vm->raw_err = -LS_E_TORN;
+			return 0;
+		}
+		if (i > 0 && vm->co_yield && vm->raw[first_of_L].cfn == vm->co_yield) {
+			vm->raw_err = -LS_E_TORN;
+			return 0;
+		}
 		if (vm->raw_truncated)
 			break;
 	}
 	return 0;
 }
+
+static void set_co_names(struct vm *vm);
 
 /* ---- walk: frames, names, lines, merge ---------------------------------- */
 
@@ -1298,37 +1414,68 @@ static const char *frame_callsite(struct vm *vm, struct mem *m, struct wframe *w
 	return what ? name : NULL;
 }
 
-/* Exact pc of the running leaf frame from luaV_execute's registers
- * (5.1/5.4 keep pc in a register; notes §5.1). -1 when ambiguous. */
-static int leaf_pc_from_regs(const struct puc_proto *p, const struct thread_snap *ts,
-			     const struct native_frame *nf)
+/* Line really executing in the running leaf frame, from luaV_execute's
+ * registers (5.1/5.4 keep pc in a register and save it only at calls and
+ * "Protect" points; notes §5.1). pc is in a callee-saved register; when
+ * several point into the code, a register that held exactly savedpc in a
+ * frame that called out (VOTES, per register index) decides, else
+ * agreeing candidates, else the highest one. Returns the line, or 0. */
+static int leaf_line_from_regs(const struct puc_proto *p, const struct thread_snap *ts,
+			       const struct native_frame *nf, uint64_t savedpc, unsigned *votes)
 {
 	uint64_t lo = p->code_addr, hi = p->code_addr + 4ull * (uint64_t)p->sizecode;
 	uint64_t vals[16];
-	int nv = 0;
+	int idx[16], nv = 0;
 	if (nf->flags & NF_LEAF) {
 		const struct user_regs_struct *r = &ts->regs;
-		uint64_t all[] = { r->rbx, r->rbp, r->r12, r->r13, r->r14, r->r15, r->rax, r->rcx,
-				   r->rdx, r->rsi, r->rdi, r->r8, r->r9, r->r10, r->r11 };
-		for (int k = 0; k < 15; k++)
+		uint64_t all[] = { r->rbx, r->rbp, r->r12, r->r13, r->r14, r->r15 };
+		for (int k = 0; k < 6; k++) {
+			idx[nv] = k;
 			vals[nv++] = all[k];
+		}
 	} else {
 		for (int k = 0; k < UREG_NREGS; k++)
-			if (nf->regs_valid & (1u << k))
+			if (nf->regs_valid & (1u << k)) {
+				idx[nv] = k;
 				vals[nv++] = nf->regs[k];
+			}
 	}
-	uint64_t found = 0;
-	int nfound = 0;
+	int lines[16], kidx[16], nc = 0;
+	uint64_t cv[16];
 	for (int k = 0; k < nv; k++) {
 		uint64_t v = vals[k];
-		if (v <= lo || v > hi || ((v - lo) & 3) || v == found)
+		if (v <= lo || v > hi || ((v - lo) & 3))
 			continue;
-		found = v;
-		nfound++;
+		int pc = (int)((v - lo) / 4) - 1;
+		lines[nc] = p->line[pc < 0 ? 0 : pc];
+		kidx[nc] = idx[k];
+		cv[nc++] = v;
 	}
-	if (nfound != 1)
-		return -1;
-	return (int)((found - lo) / 4) - 1;
+	if (nc == 0)
+		return 0;
+	/* a register that was the only candidate in earlier samples */
+	int bestk = -1;
+	for (int c = 0; c < nc; c++)
+		if (votes[kidx[c]] >= 3 && (bestk < 0 || votes[kidx[c]] > votes[kidx[bestk]]))
+			bestk = c;
+	if (bestk >= 0)
+		return lines[bestk];
+	if (nc == 1 && votes[kidx[0]] < 1000000)
+		votes[kidx[0]]++;
+	int agree = 1;
+	for (int c = 1; c < nc; c++)
+		agree &= lines[c] == lines[0];
+	if (agree)
+		return lines[0];
+	/* disagreement: the pointer to the next instruction is the highest
+	 * (others are pc-1 copies or older); Debian 5.1 and 5.4 both showed
+	 * pc in r13 next to a lower pointer in rbx or r14 */
+	int best = 0;
+	for (int c = 1; c < nc; c++)
+		if (cv[c] > cv[best])
+			best = c;
+	(void)savedpc;
+	return lines[best];
 }
 
 static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
@@ -1340,8 +1487,25 @@ static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
 	return internf("function <%s:%d>", p->chunk, p->linedefined);
 }
 
+static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+		     struct walk_info *info);
+
+/* Lua-only walks (no native stack to stay consistent with) re-read a
+ * chain that turned out torn, like capture() does. */
 static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
 		    struct walk_info *info)
+{
+	int rc = walk_once(vm, t, ts, out, info);
+	for (int attempt = 0; rc == -LS_E_TORN && ts->native.n == 0 && ts->tid > 0 && attempt < 2;
+	     attempt++) {
+		puc_capture(vm, t, ts);
+		rc = walk_once(vm, t, ts, out, info);
+	}
+	return rc;
+}
+
+static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+		     struct walk_info *info)
 {
 	const struct puc_layout *lay = vm->lay;
 	struct mem *m = ts->mem ? ts->mem : &t->mem.base;
@@ -1351,11 +1515,31 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 		vm->nraw = 0;
 	if (vm->raw_tid == ts->tid && vm->raw_err)
 		return vm->raw_err;
-	if (vm->want_rescan && now_ns() - vm->coros_ns > 500000000ull)
-		refresh_coros(vm, &t->mem.base);
 	int n = vm->nraw;
-	if (n == 0)
+	if (n == 0 && !t->sym)
+		return 0;
+	if (n == 0) {
+		/* luaV_execute on the stack but no state for it: a state or a
+		 * coroutine born after the last scan; rescan, rate-limited */
+		int in_lua = 0;
+		for (int k = 0; k < ns->n && !in_lua; k++)
+			in_lua = in_exec(vm, ns->f[k].pc - !(ns->f[k].flags & NF_LEAF)) ||
+				 (vm->resume_fn && native_start(vm, t, &ns->f[k]) == vm->resume_fn);
+		uint64_t now = now_ns();
+		if ((in_lua || vm->nstates == 0) &&
+		    now - vm->coros_ns > (vm->nstates ? 1000000000ull : 5000000000ull)) {
+			if (vm->nstates == 0 || in_lua) {
+				int before = vm->nstates;
+				if (vm->nstates == 0)
+					find_states(vm, t);
+				for (int k = before; k < vm->nstates; k++)
+					load_cnames(vm, t, vm->states[k]);
+				set_co_names(vm);
+			}
+			refresh_coros(vm, &t->mem.base);
+		}
 		return merge_stacks(t->sym, ns, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
+	}
 	struct wframe *w = calloc((size_t)n, sizeof *w);
 	struct frame *sf = calloc((size_t)n, sizeof *sf);
 	struct lua_segment *segs = calloc((size_t)n * 2 + 2, sizeof *segs);
@@ -1410,11 +1594,17 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			struct sym_info si;
 			f->kind = FRAME_C;
 			f->addr = r->cfn;
-			const char *nm = cname_find(vm, r->cfn);
-			symtab_lookup(t->sym, r->cfn, 0, &si);
+			/* the symbol (as merge.h names fused C frames), else the
+			 * name the target's package.loaded gives it (stripped) */
+			const char *nm = NULL;
+			memset(&si, 0, sizeof si);
+			if (t->sym)   /* NULL: synthetic images (puc_walk_image) */
+				symtab_lookup(t->sym, r->cfn, 0, &si);
 			f->module = si.module;
-			if (!nm && si.name && si.func_start == r->cfn)
+			if (si.name && si.func_start == r->cfn)
 				nm = si.name;
+			if (!nm)
+				nm = cname_find(vm, r->cfn);
 			if (!nm && cs)
 				nm = intern(cs);
 			f->name = nm ? nm : internf("[C function 0x%llx]", (unsigned long long)r->cfn);
@@ -1429,9 +1619,12 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			e++;
 		if (e < n)
 			e++;
-		int outermost = e >= n;
+		int outermost = e >= n, is_main = 0;
+		for (int k = 0; k < vm->nstates; k++)
+			is_main |= vm->states[k] == vm->raw[i].L;
 		int bound = N;
-		if (!outermost && vm->resume_fn)
+		/* a coroutine's frames all lie above the lua_resume running it */
+		if ((!outermost || !is_main) && vm->resume_fn)
 			for (int k = j; k < N; k++)
 				if (native_start(vm, t, &ns->f[k]) == vm->resume_fn) {
 					bound = k;
@@ -1469,7 +1662,7 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 				continue;
 			}
 			/* a Lua segment: frames up to and including the next bottom */
-			int leaf_seg = (i == 0);
+			int leaf_seg = (i == 0), seg_first = i;
 			while (i < e && vm->raw[i].lua) {
 				sf[nsf++] = w[i].fr;
 				int b = w[i].bottom;
@@ -1483,6 +1676,14 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 				if (in_exec(vm, pc))
 					mfound = k;
 			}
+			if (mfound >= 0 && !leaf_seg && !(ns->f[mfound].flags & NF_LEAF)) {
+				/* this invocation called out: its pc register == savedpc */
+				const struct native_frame *vf = &ns->f[mfound];
+				for (int k = 0; k < UREG_NREGS; k++)
+					if ((vf->regs_valid & (1u << k)) && vf->regs[k] == vm->raw[seg_first].savedpc &&
+					    vm->pcreg_votes[k] < 1000000)
+						vm->pcreg_votes[k]++;
+			}
 			if (mfound >= 0) {
 				segs[nsegs++] = (struct lua_segment){ mfound, 1, sf + pend, nsf - pend };
 				pend = nsf;
@@ -1495,15 +1696,18 @@ static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, str
 			segs[nsegs++] = (struct lua_segment){ bound, 0, sf + pend, nsf - pend };
 			pend = nsf;
 		}
-		if (bound > j)
-			j = bound;
+		/* the outer state's frames start above its lua_resume call */
+		if (bound < N && bound + 1 > j)
+			j = bound + 1;
 	}
 	/* 5. the running leaf's exact line (5.1 and 5.4 keep pc in a register) */
-	if (vm->raw[0].lua && leaf_native >= 0 &&
-	    (lay->isa == PUC_ISA_51 || lay->isa == PUC_ISA_54) && w[0].p->line) {
-		int pc = leaf_pc_from_regs(w[0].p, ts, &ns->f[leaf_native]);
-		if (pc >= 0 && pc < w[0].p->sizecode)
-			sf[0].line = w[0].p->line[pc];   /* sf[0] is raw[0]'s frame */
+	if (vm->raw[0].lua && leaf_native >= 0 && w[0].p->line &&
+	    ((lay->isa == PUC_ISA_51 && (ns->f[leaf_native].flags & NF_LEAF)) ||
+	     lay->isa == PUC_ISA_54)) {
+		int line = leaf_line_from_regs(w[0].p, ts, &ns->f[leaf_native], vm->raw[0].savedpc,
+					       vm->pcreg_votes);
+		if (line > 0)
+			sf[0].line = line;   /* sf[0] is raw[0]'s frame */
 	}
 	if (merge_stacks(t->sym, ns, segs, nsegs, out) < 0)
 		rc = -LS_E_NOMEM;
@@ -1514,6 +1718,15 @@ done:
 	free(sf);
 	free(segs);
 	return rc;
+}
+
+static void set_co_names(struct vm *vm)
+{
+	for (int i = 0; i < vm->ncn; i++)
+		if (strcmp(vm->cn[i].name, "coroutine.resume") == 0)
+			vm->co_resume = vm->cn[i].f;
+		else if (strcmp(vm->cn[i].name, "coroutine.yield") == 0)
+			vm->co_yield = vm->cn[i].f;
 }
 
 /* ---- coroutines (dump --all-coroutines) ---------------------------------- */
@@ -1543,8 +1756,14 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		if (mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
 			continue;
 		int status = lb[lay->L_status], active = state_active(lay, L, lb);
+		/* as coroutine.status: not started (a function on the stack) or dead */
+		uint64_t top = g64(lb, lay->L_top), base = 0;
+		if (lay->L_base >= 0)
+			base = g64(lb, lay->L_base);
+		else if (rd64(m, L + (uint64_t)lay->L_base_ci + (uint64_t)lay->ci_func, &base) == 0)
+			base += 16;
 		const char *what = status == 1 ? "suspended" : status > 1 ? "dead"
-				 : !active ? (i < vm->nstates ? "normal" : "suspended")
+				 : !active ? (i < vm->nstates ? "normal" : top == base ? "dead" : "suspended")
 				 : resume_child(vm, m, L) ? "normal" : "running";
 		vm->nraw = 0;
 		vm->nrawL = 0;
@@ -1558,7 +1777,7 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		ts->native.n = 0;
 		struct walk_info info;
 		stack_clear(&st);
-		if (puc_walk(vm, t, ts, &st, &info) < 0)
+		if (walk_once(vm, t, ts, &st, &info) < 0)
 			stack_clear(&st);
 		fn(arg, L, what, &st);
 		count++;
@@ -1568,6 +1787,39 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	stack_free(&st);
 	free(ts);
 	return count;
+}
+
+/* ---- synthetic images (unit tests) ---------------------------------------- */
+
+int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, struct stack *out)
+{
+	struct vm *vm = calloc(1, sizeof *vm);
+	struct thread_snap *ts = calloc(1, sizeof *ts);
+	struct target t;
+	uint8_t lb[256];
+	int rc;
+	if (!vm || !ts) {
+		free(vm);
+		free(ts);
+		return -LS_E_NOMEM;
+	}
+	memset(&t, 0, sizeof t);
+	vm->lay = lay;
+	ts->tid = -1;
+	ts->mem = m;
+	vm->raw_tid = -1;
+	stack_clear(out);
+	if (lay->L_size > (int)sizeof lb || mem_read(m, L, lb, (size_t)lay->L_size) < 0)
+		rc = -LS_E_FAULT;
+	else if ((rc = read_chain(vm, m, L, lb)) == 0) {
+		struct walk_info info;
+		rc = walk_once(vm, &t, ts, out, &info);
+	}
+	for (int i = 0; i < PROTO_CACHE; i++)
+		proto_free(vm->pcache[i]);
+	free(vm);
+	free(ts);
+	return rc;
 }
 
 /* ---- probe ------------------------------------------------------------------ */
@@ -1603,14 +1855,22 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 			 (unsigned long long)a);
 		return -LS_E_UNSUPPORTED;
 	}
+	/* what it says, without the RCS-style decoration: "Lua 5.4.4" */
 	char shown[64];
-	snprintf(shown, sizeof shown, "%.60s", s);
+	const char *lp = strstr(s, "Lua ");
+	if (lp && (strncmp(s, "$Lua: ", 6) == 0 || strncmp(s, "$LuaVersion: ", 13) == 0)) {
+		size_t k = strcspn(lp, " \n$");
+		k += lp[k] == ' ' ? 1 + strcspn(lp + k + 1, " \n$") : 0; /* "Lua" + version */
+		snprintf(shown, sizeof shown, "%.*s", (int)(k < 60 ? k : 60), lp);
+	} else {
+		snprintf(shown, sizeof shown, "%.60s", s);
+	}
 	for (char *c = shown; *c; c++)
-		if (*c == '\n' || *c == '$')
+		if (*c == '\n' || (unsigned char)*c < 32)
 			*c = ' ';
 	int minor, patch;
 	if (puc_ident_parse(s, (size_t)n, &minor, &patch) < 0) {
-		snprintf(why, whylen, "lua_ident in %s reads \"%s\": not a PUC Lua 5.1-5.4 release",
+		snprintf(why, whylen, "lua_ident in %s says \"%s\": not a PUC Lua 5.1-5.4 release",
 			 mod ? mod : "?", shown);
 		return -LS_E_UNSUPPORTED;
 	}
@@ -1633,21 +1893,18 @@ static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen
 	vm->lay = lay;
 	vm->minor = minor;
 	vm->patch = patch;
-	vm->t = t;
 	vm->ident = a;
 	vm->lua_module = mod;
 	snprintf(vm->desc, sizeof vm->desc, "Lua 5.%d.%d%s (%s)", minor, patch < 0 ? 0 : patch,
 		 lay == &puc_layouts[1] ? " (redis)" : "", mod ? mod : "?");
-	msg_debug(1, "puc: lua_ident in %s: \"%s\" -> layout %s [%s]", mod ? mod : "?", shown,
+	msg_debug(1, "puc: lua_ident in %s says \"%s\": layout %s [%s]", mod ? mod : "?", shown,
 		  lay->name, lay->source);
 	find_states(vm, t);
 	if (vm->nstates == 0)
 		msg_debug(1, "puc: no lua_State found yet (validated by the allocation-block invariant)");
 	for (int i = 0; i < vm->nstates; i++)
 		load_cnames(vm, t, vm->states[i]);
-	for (int i = 0; i < vm->ncn; i++)
-		if (strcmp(vm->cn[i].name, "coroutine.resume") == 0)
-			vm->co_resume = vm->cn[i].f;
+	set_co_names(vm);
 	vm->resume_fn = symtab_find(t->sym, "lua_resume", NULL, NULL);
 	find_exec(vm, t);
 	refresh_coros(vm, &t->mem.base);

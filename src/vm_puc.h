@@ -105,7 +105,8 @@ int puc_line54(const int8_t *lineinfo, int sizelineinfo, const int32_t *abs, int
  * NAME the name. CODE has SIZECODE instructions. The callbacks give the
  * caller Proto's local names, upvalue names, constant strings and (5.1)
  * the upvalue count of child proto N. Strings returned by callbacks must
- * stay valid (interned). */
+ * stay valid (interned). Metamethod names are the version's own ("__add"
+ * up to 5.3, "add" in 5.4); 5.1 names none. */
 struct puc_nameinfo {
 	const struct puc_layout *lay;
 	const uint32_t *code;
@@ -119,11 +120,15 @@ struct puc_nameinfo {
 	const char *(*kstr)(void *arg, int k);
 	/* 5.1: nups of child Proto IDX (-1 unknown) */
 	int (*child_nups)(void *arg, int idx);
-	/* metamethod name for TM index, without or with "__" per version */
-	const char *(*tmname)(void *arg, int tm);
 };
 const char *puc_funcname(const struct puc_nameinfo *ni, int pc, const char **name);
 /* Instruction at PC is a call (CALL/TAILCALL; used by the 5.1 segment rule). */
 int puc_is_call_op(const struct puc_layout *lay, uint32_t ins);
+
+/* Unit tests: walk lua_State L of layout LAY in memory M (a synthetic
+ * image) as capture()+walk() would, without a process, symbols or native
+ * frames. Lua and C frames into OUT, innermost first. 0 or -LS_E_*. */
+struct stack;
+int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, struct stack *out);
 
 #endif

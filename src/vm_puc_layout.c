@@ -129,7 +129,7 @@ const struct puc_layout puc_layouts[] = {
 	ROW51("5.1-redis", 5, 5, 16, 32, 40, 64, 24, "static: redis 7.0 lua_isreadonlytable"),
 	/* 5.2.0: u.l.savedpc at 48, shorter global_State, isC still present */
 	{ .name = "5.2.0", .minor = 2, .rel_lo = 0, .rel_hi = 0, .isa = PUC_ISA_52,
-	  .exec = PUC_EXEC_REENTRY, .source = "src 5.2.0 [partly unverified]",
+	  .exec = PUC_EXEC_REENTRY, .source = "src 5.2.0 (gcc -g ptype/o), live build of the v5.2.0 tag",
 	  .L_status = 10, .L_top = 16, .L_base = -1, .L_l_G = 24, .L_ci = 32,
 	  .L_savedpc = -1, .L_stack_last = 48, .L_stack = 56, .L_end_ci = -1,
 	  .L_base_ci = 128, .L_nCcalls = 70, .L_errorJmp = 112, .L_size = 208,
@@ -138,7 +138,7 @@ const struct puc_layout puc_layouts[] = {
 	  .ci_savedpc = 48, .ci_callstatus = 34, .ci_callstatus_size = 1,
 	  .ci_tailcalls = -1, .ci_size = 72,
 	  .g_frealloc = 0, .g_ud = 8, .g_strt_size = 52, .g_l_registry = 56,
-	  .g_currentwhite = -1, .g_allgc = 80, .g_mainthread = 240, .g_tmname = 264,
+	  .g_currentwhite = 72, .g_allgc = 80, .g_mainthread = 240, .g_tmname = 264,
 	  .white_mask = 0x03, .lx_l = 0, .lg_size = 680,
 	  .cl_isC = 10, .cl_nupvalues = 11, .ccl_f = 24, .ccl_upvalue = 32, .lcl_p = 24,
 	  PROTO52, .str_len = PUC_STR_SIZET, .ts_data = 24, TABLE5253(40),
@@ -166,7 +166,7 @@ const struct puc_layout puc_layouts[] = {
 	  .num_opcodes = 40 },
 	/* 5.3.0: TString characters at +32, no nci, Mbuffer in global_State */
 	{ .name = "5.3.0", .minor = 3, .rel_lo = 0, .rel_hi = 0, .isa = PUC_ISA_53,
-	  .exec = PUC_EXEC_REENTRY, .source = "src 5.3.0",
+	  .exec = PUC_EXEC_REENTRY, .source = "src 5.3.0 (gcc -g ptype/o), live build of the v5.3.0 tag",
 	  STATE53(10), CI53(1), G53(224), .lg_size = 728,
 	  CLOSURES52, PROTO53, .str_len = PUC_STR_SIZET, .ts_data = 32, TABLE5253(32),
 	  TAGS5253,
@@ -195,7 +195,7 @@ const struct puc_layout puc_layouts[] = {
 	  .cist_fin = 0x100, .num_opcodes = 47 },
 	/* 5.4.0: oldpc is a pointer; nCcalls counts down; a luaV_execute per call */
 	{ .name = "5.4.0", .minor = 4, .rel_lo = 0, .rel_hi = 0, .isa = PUC_ISA_54,
-	  .exec = PUC_EXEC_EVERY, .source = "src 5.4.0, live 5.4.0 build",
+	  .exec = PUC_EXEC_EVERY, .source = "src 5.4.0 (gcc -g ptype/o), live build of the v5.4.0 tag",
 	  STATE54(48, 56, 88, 96, 176, 200), .nCcalls_down = 1, CI54, G54(256, 1624),
 	  REST54, .cist_hooked = 0x04, .cist_tail = 0x10, .cist_fin = 0x40 },
 	/* 5.4.1: no tbclist */
@@ -205,12 +205,12 @@ const struct puc_layout puc_layouts[] = {
 	  REST54, .cist_hooked = 0x04, .cist_tail = 0x10, .cist_fin = 0x40 },
 	/* 5.4.2: FRESH appears, CIST bits move */
 	{ .name = "5.4.2", .minor = 4, .rel_lo = 2, .rel_hi = 2, .isa = PUC_ISA_54,
-	  .exec = PUC_EXEC_FRESH, .source = "src 5.4.2",
+	  .exec = PUC_EXEC_FRESH, .source = "src 5.4.2 (gcc -g ptype/o), live build of the v5.4.2 tag",
 	  STATE54(40, 48, 80, 88, 168, 192), CI54, G54(264, 1616),
 	  REST54, .cist_fresh = 0x04, .cist_hooked = 0x08, .cist_tail = 0x20, .cist_fin = 0x80 },
 	/* 5.4.3-5.4.8 (5.4.5+: StkIdRel, same offsets) */
 	{ .name = "5.4.3-5.4.8", .minor = 4, .rel_lo = 3, .rel_hi = 8, .isa = PUC_ISA_54,
-	  .exec = PUC_EXEC_FRESH, .source = "src 5.4.3-5.4.8, dwarf Debian 5.4.4",
+	  .exec = PUC_EXEC_FRESH, .source = "src 5.4.3-5.4.8, dwarf Debian 5.4.4, live build of v5.4.6",
 	  STATE54(40, 48, 88, 96, 176, 200), CI54, G54(264, 1624),
 	  REST54, .cist_fresh = 0x04, .cist_hooked = 0x08, .cist_tail = 0x20, .cist_fin = 0x80 },
 };

@@ -2,7 +2,11 @@
  * synthetic data: lua_ident parsing, layout rows, 5.4 line decoding,
  * call-site names from hand-assembled bytecode. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "err.h"
+#include "frame.h"
+#include "proc_mem.h"
 #include "vm_puc.h"
 
 static int fails;
@@ -104,7 +108,7 @@ static void t_names(void)
 	const struct puc_layout *l54 = puc_layout_find(4, 4);
 	/* GETTABUP 0 _ENV "print"; CALL 0 */
 	uint32_t c1[] = { i54(11, 0, 0, 0, 0), i54(68, 0, 1, 1, 0), i54(70, 0, 1, 0, 0) };
-	struct puc_nameinfo ni = { l54, c1, 3, &fk, f_local, f_up, f_k, NULL, NULL };
+	struct puc_nameinfo ni = { l54, c1, 3, &fk, f_local, f_up, f_k, NULL };
 	what = puc_funcname(&ni, 1, &name);
 	CHECK(what && !strcmp(what, "global") && !strcmp(name, "print"));
 	/* GETUPVAL 0 1; CALL */
@@ -141,7 +145,7 @@ static void t_names(void)
 	/* 5.3: GETTABUP _ENV "print"; CALL; metamethod __index from GETTABLE */
 	const struct puc_layout *l53 = puc_layout_find(3, 6);
 	uint32_t d1[] = { i53(6, 0, 0, 0x100 | 0), i53(36, 0, 1, 1), i53(7, 1, 0, 0x100 | 2) };
-	struct puc_nameinfo n3 = { l53, d1, 3, &fk, f_local, f_up, f_k, NULL, NULL };
+	struct puc_nameinfo n3 = { l53, d1, 3, &fk, f_local, f_up, f_k, NULL };
 	what = puc_funcname(&n3, 1, &name);
 	CHECK(what && !strcmp(what, "global") && !strcmp(name, "print"));
 	what = puc_funcname(&n3, 2, &name);
@@ -149,18 +153,229 @@ static void t_names(void)
 	/* 5.1: GETGLOBAL "print"; CALL */
 	const struct puc_layout *l51 = puc_layout_find(1, 5);
 	uint32_t e1[] = { i53bx(5, 0, 0), i53(28, 0, 1, 1), i53(30, 0, 1, 0) };
-	struct puc_nameinfo n1 = { l51, e1, 3, &fk, f_local, f_up, f_k, NULL, NULL };
+	struct puc_nameinfo n1 = { l51, e1, 3, &fk, f_local, f_up, f_k, NULL };
 	what = puc_funcname(&n1, 1, &name);
 	CHECK(what && !strcmp(what, "global") && !strcmp(name, "print"));
 	CHECK(puc_is_call_op(l51, e1[1]) && !puc_is_call_op(l51, e1[0]));
 }
 
-int main(void)
+/* untrusted bytecode: random instructions, registers, constants and
+ * jumps must never read outside the arrays or loop (run under ASan in
+ * the sanitizer build) */
+static int f_child(void *a, int i) { return i & 7; }
+static void t_fuzz(void)
 {
+	static uint32_t code[512];
+	int8_t li[512];
+	int32_t abs[64];
+	uint64_t x = 88172645463325252ull;
+	struct fake fk = { .loc = { "a", "b", "c" }, .locs = 0, .loce = 400,
+			   .up = { "_ENV", "u" }, .k = { "k0", "k1", NULL, "k3" } };
+	for (int round = 0; round < 20000; round++) {
+		int n = 1 + (int)(x % 511);
+		for (int i = 0; i < n; i++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			code[i] = (uint32_t)x;
+			li[i] = (int8_t)(x >> 32);
+		}
+		for (int i = 0; i < 64; i++)
+			abs[i] = (int32_t)((x >> (i % 32)) & 1023) - 10;
+		const struct puc_layout *l = &puc_layouts[round % puc_nlayouts];
+		struct puc_nameinfo ni = { l, code, n, &fk, f_local, f_up, f_k, f_child };
+		const char *name;
+		for (int pc = -2; pc < n + 2; pc += 1 + (int)(x % 17))
+			(void)puc_funcname(&ni, pc, &name);
+		for (int pc = -1; pc <= n; pc++)
+			(void)puc_line54(li, n, abs, (int)(x % 32), 5, pc);   /* 32 pairs */
+	}
+	CHECK(1);
+}
+
+/* A synthetic Lua 5.4 process image: lua_State, two CallInfos (a Lua
+ * function at pc 1 = "CALL" of a global 'print', and the C function it
+ * called), closure, Proto with relative line info, strings. Then the
+ * same image with a CallInfo cycle and with torn tags. */
+static uint8_t img[8][512];
+static void put64(int r, int off, uint64_t v) { memcpy(&img[r][off], &v, 8); }
+static void put32(int r, int off, uint32_t v) { memcpy(&img[r][off], &v, 4); }
+static void put16(int r, int off, uint16_t v) { memcpy(&img[r][off], &v, 2); }
+
+static void t_image(void)
+{
+	enum { RL, RSTK, RCI, RCL, RP, RCODE, RSTR, RK };
+	const uint64_t A[8] = { 0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000, 0x80000 };
+	const struct puc_layout *l = puc_layout_find(4, 4);
+	memset(img, 0, sizeof img);
+	/* lua_State */
+	img[RL][8] = 8;
+	put64(RL, l->L_top, A[RSTK] + 64);
+	put64(RL, l->L_ci, A[RCI] + 64);              /* the C frame */
+	put64(RL, l->L_stack, A[RSTK]);
+	put64(RL, l->L_stack_last, A[RSTK] + 400);
+	/* stack: slot 1 = Lua closure, slot 3 = light C function */
+	put64(RSTK, 16, A[RCL]);
+	img[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
+	put64(RSTK, 48, 0x401000);
+	img[RSTK][48 + 8] = (uint8_t)l->tag_lcf;
+	/* ci 0 (Lua, FRESH) and ci 1 (C) */
+	put64(RCI, l->ci_func, A[RSTK] + 16);
+	put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
+	put64(RCI, l->ci_savedpc, A[RCODE] + 8);      /* pc 1 */
+	put16(RCI, l->ci_callstatus, (uint16_t)l->cist_fresh);
+	put64(RCI, 64 + l->ci_func, A[RSTK] + 48);
+	put64(RCI, 64 + l->ci_previous, A[RCI]);
+	put16(RCI, 64 + l->ci_callstatus, (uint16_t)l->cist_c);
+	/* closure */
+	img[RCL][8] = (uint8_t)l->gct_lcl;
+	put64(RCL, l->lcl_p, A[RP]);
+	/* Proto: 3 instructions, lines 11 11 12, defined at 10 */
+	img[RP][8] = (uint8_t)l->p_tt_value;
+	put32(RP, l->p_sizecode, 3);
+	put32(RP, l->p_sizelineinfo, 3);
+	put32(RP, l->p_linedefined, 10);
+	put32(RP, l->p_lastlinedefined, 14);
+	put32(RP, l->p_sizeupvalues, 1);
+	put32(RP, l->p_sizek, 1);
+	put64(RP, l->p_code, A[RCODE]);
+	put64(RP, l->p_lineinfo, A[RCODE] + 64);
+	put64(RP, l->p_upvalues, A[RCODE] + 128);
+	put64(RP, l->p_k, A[RK]);
+	put64(RP, l->p_source, A[RSTR]);
+	put32(RCODE, 0, i54(11, 0, 0, 0, 0));         /* GETTABUP 0 _ENV k0 */
+	put32(RCODE, 4, i54(68, 0, 1, 1, 0));         /* CALL 0 */
+	put32(RCODE, 8, i54(70, 0, 1, 0, 0));         /* RETURN */
+	img[RCODE][64] = 1, img[RCODE][65] = 0, img[RCODE][66] = 1;
+	put64(RCODE, 128, A[RSTR] + 64);              /* upvalue 0 named "_ENV" */
+	/* strings: "@test.lua", "_ENV", "print" (short) */
+	const char *str[3] = { "@test.lua", "_ENV", "print" };
+	for (int i = 0; i < 3; i++) {
+		img[RSTR][64 * i + 8] = (uint8_t)l->gct_sstr;
+		img[RSTR][64 * i + 11] = (uint8_t)strlen(str[i]);
+		memcpy(&img[RSTR][64 * i + 24], str[i], strlen(str[i]));
+	}
+	put64(RK, 0, A[RSTR] + 128);
+	img[RK][8] = (uint8_t)l->tag_sstr;
+	struct mem_region r[8];
+	for (int i = 0; i < 8; i++)
+		r[i] = (struct mem_region){ A[i], img[i], sizeof img[i] };
+	struct mem_image im;
+	mem_image_init(&im, r, 8);
+	struct stack st = { 0 };
+	int rc = puc_walk_image(l, &im.base, A[RL], &st);
+	if (rc != 0 || st.n != 2)
+		fprintf(stderr, "image walk: rc %d (%s), %d frames\n", rc, err_text(rc), st.n);
+	CHECK(rc == 0 && st.n == 2);
+	if (rc == 0 && st.n == 2) {
+		CHECK(st.f[0].kind == FRAME_C && !strcmp(st.f[0].name, "print") && st.f[0].addr == 0x401000);
+		CHECK(st.f[1].kind == FRAME_LUA && st.f[1].line == 11 && st.f[1].firstline == 10 &&
+		      !strcmp(st.f[1].file, "test.lua") && !strcmp(st.f[1].name, "function <test.lua:10>"));
+	}
+	/* a CallInfo cycle: bounded, never a loop */
+	put64(RCI, l->ci_previous, A[RCI] + 64);
+	rc = puc_walk_image(l, &im.base, A[RL], &st);
+	CHECK(rc <= 0 && st.n <= 1100);
+	put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
+	/* torn: the Lua slot's tag says C closure, or a 5.4.5+ relative func */
+	img[RSTK][16 + 8] = (uint8_t)l->tag_ccl;
+	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
+	img[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
+	put64(RCI, l->ci_func, 16);
+	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
+	put64(RCI, l->ci_func, A[RSTK] + 16);
+	/* savedpc outside the code */
+	put64(RCI, l->ci_savedpc, A[RCODE] + 400);
+	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
+	put64(RCI, l->ci_savedpc, A[RCODE] + 8);
+	/* garbage everywhere: random bytes in every region, never a crash */
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (int round = 0; round < 3000; round++) {
+		int reg = (int)(x % 8);
+		for (int k = 0; k < 6; k++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			img[reg][x % 512] = (uint8_t)(x >> 40);
+		}
+		(void)puc_walk_image(&puc_layouts[round % puc_nlayouts], &im.base, A[RL], &st);
+	}
+	stack_free(&st);
+}
+
+/* --rows MINOR PATCH: the row's offsets as "struct field offset" lines,
+ * named as in the DWARF (tests/puc-layout-dwarf.test compares them). */
+static int print_rows(int minor, int patch)
+{
+	const struct puc_layout *l = puc_layout_find(minor, patch);
+	if (!l)
+		return 1;
+#define P(st, fld, v) do { if ((v) >= 0) printf("%s %s %d\n", st, fld, (v)); } while (0)
+	P("lua_State", "status", l->L_status);
+	P("lua_State", "top", l->L_top);
+	P("lua_State", "base", l->L_base);
+	P("lua_State", "l_G", l->L_l_G);
+	P("lua_State", "ci", l->L_ci);
+	P("lua_State", "savedpc", l->L_savedpc);
+	P("lua_State", "stack_last", l->L_stack_last);
+	P("lua_State", "stack", l->L_stack);
+	P("lua_State", "end_ci", l->L_end_ci);
+	P("lua_State", "base_ci", l->L_base_ci);
+	P("lua_State", "nCcalls", l->L_nCcalls);
+	P("lua_State", "errorJmp", l->L_errorJmp);
+	P("CallInfo", "func", l->ci_func);
+	P("CallInfo", "top", l->ci_top);
+	P("CallInfo", "base", l->ci_base);
+	P("CallInfo", "previous", l->ci_previous);
+	P("CallInfo", "next", l->ci_next);
+	P("CallInfo", "savedpc", l->ci_savedpc);
+	P("CallInfo", "callstatus", l->ci_callstatus);
+	P("CallInfo", "tailcalls", l->ci_tailcalls);
+	P("global_State", "frealloc", l->g_frealloc);
+	P("global_State", "ud", l->g_ud);
+	P("global_State", "l_registry", l->g_l_registry);
+	P("global_State", "currentwhite", l->g_currentwhite);
+	P("global_State", l->minor == 1 ? "rootgc" : "allgc", l->g_allgc);
+	P("global_State", "mainthread", l->g_mainthread);
+	P("global_State", "tmname", l->g_tmname);
+	P("CClosure", "nupvalues", l->cl_nupvalues);
+	P("CClosure", "f", l->ccl_f);
+	P("CClosure", "upvalue", l->ccl_upvalue);
+	P("LClosure", "p", l->lcl_p);
+	P("Proto", "sizeupvalues", l->p_sizeupvalues);
+	P("Proto", "sizek", l->p_sizek);
+	P("Proto", "sizecode", l->p_sizecode);
+	P("Proto", "sizelineinfo", l->p_sizelineinfo);
+	P("Proto", "sizep", l->p_sizep);
+	P("Proto", "sizelocvars", l->p_sizelocvars);
+	P("Proto", "sizeabslineinfo", l->p_sizeabslineinfo);
+	P("Proto", "linedefined", l->p_linedefined);
+	P("Proto", "lastlinedefined", l->p_lastlinedefined);
+	P("Proto", "k", l->p_k);
+	P("Proto", "code", l->p_code);
+	P("Proto", "p", l->p_p);
+	P("Proto", "upvalues", l->p_upvalues);
+	P("Proto", "lineinfo", l->p_lineinfo);
+	P("Proto", "abslineinfo", l->p_abslineinfo);
+	P("Proto", "locvars", l->p_locvars);
+	P("Proto", "source", l->p_source);
+	P("Proto", "nups", l->p_nups);
+	P("Table", "lsizenode", l->t_lsizenode);
+	P("Table", "array", l->t_array);
+	P("Table", "node", l->t_node);
+	P("Table", l->minor == 4 ? "alimit" : "sizearray", l->t_sizearray);
+	P("Table", "metatable", l->t_metatable);
+	printf("sizeof lua_State %d\nsizeof CallInfo %d\n", l->L_size, l->ci_size);
+#undef P
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "--rows") == 0)
+		return print_rows(atoi(argv[2]), atoi(argv[3]));
 	t_ident();
 	t_layout();
 	t_line54();
 	t_names();
+	t_fuzz();
+	t_image();
 	if (fails) {
 		fprintf(stderr, "t_vm_puc: %d failure(s)\n", fails);
 		return 1;
