@@ -20,6 +20,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from record top" -s r -l rate -x -
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s d -l duration -x -d 'seconds to sample'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s s -l subprocesses -d 'also profile child processes'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l nonblocking -d 'never stop the target'
+complete -c luaspy -n "__fish_seen_subcommand_from record top" -l blocking -d 'walk while the thread is stopped'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s F -l function -d 'aggregate by function'
 # record
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s o -l output -r -F -d 'output file'

@@ -18,7 +18,7 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING
 };
 
 static const struct option long_opts[] = {
@@ -32,6 +32,7 @@ static const struct option long_opts[] = {
 	{ "native", no_argument, NULL, 'n' },
 	{ "lua-only", no_argument, NULL, OPT_LUA_ONLY },
 	{ "nonblocking", no_argument, NULL, OPT_NONBLOCKING },
+	{ "blocking", no_argument, NULL, OPT_BLOCKING },
 	{ "threads", no_argument, NULL, 't' },
 	{ "function", no_argument, NULL, 'F' },
 	{ "vmstate", no_argument, NULL, OPT_VMSTATE },
@@ -58,7 +59,7 @@ static int allowed(int c)
 		return R | T | D;
 	case 'o': case 'f': case 't': case OPT_VMSTATE:
 		return R;
-	case 'r': case 'd': case 's': case OPT_NONBLOCKING: case 'F': case OPT_STATS:
+	case 'r': case 'd': case 's': case OPT_NONBLOCKING: case 'F': case OPT_STATS: case OPT_BLOCKING:
 		return R | T;
 	case OPT_DELAY:
 		return T;
@@ -89,6 +90,8 @@ void cli_help(int cmd)
 		      "  -n, --native           include native frames (default; kept for py-spy users)\n"
 		      "      --lua-only         Lua frames only, no native unwinding\n"
 		      "      --nonblocking      never stop the target (needs --lua-only)\n"
+		      "      --blocking         keep each thread stopped until its stack is walked:\n"
+		      "                         no torn samples, longer stops\n"
 		      "Output:\n"
 		      "  -o, --output FILE      output file (default luaspy-PID.svg)\n"
 		      "  -f, --format FORMAT    flamegraph, folded, speedscope or pprof\n"
@@ -116,6 +119,7 @@ void cli_help(int cmd)
 		      "  -n, --native           include native frames (default)\n"
 		      "      --lua-only         Lua frames only, no native unwinding\n"
 		      "      --nonblocking      never stop the target (needs --lua-only)\n"
+		      "      --blocking         keep each thread stopped until its stack is walked\n"
 		      "Display:\n"
 		      "      --delay SECS       seconds between refreshes (default 1)\n"
 		      "  -F, --function         aggregate by function instead of by line\n"
@@ -283,6 +287,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		case 'n': o->native = 1; break;
 		case OPT_LUA_ONLY: o->lua_only = 1; o->native = 0; break;
 		case OPT_NONBLOCKING: o->nonblocking = 1; break;
+		case OPT_BLOCKING: o->blocking = 1; break;
 		case 't': o->threads = 1; break;
 		case 'F': o->function = 1; break;
 		case OPT_VMSTATE: o->vmstate = 1; break;
@@ -309,6 +314,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
+	if (o->nonblocking && o->blocking)
+		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0)

@@ -23,6 +23,7 @@ struct cli_opts {
 	int native;                /* -n (default on) */
 	int lua_only;              /* --lua-only */
 	int nonblocking;           /* --nonblocking */
+	int blocking;              /* --blocking: walk while the thread is stopped */
 	int threads;               /* -t */
 	int function;              /* -F */
 	int vmstate;               /* --vmstate */

@@ -240,6 +240,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 	s->so.idle = o->idle;
 	s->so.native = o->native && !o->lua_only;
 	s->so.nonblocking = o->nonblocking;
+	s->so.walk_stopped = o->blocking;
 	/* a sample must never block for longer than one interval */
 	uint64_t period = (uint64_t)(1e9 / o->rate_hz);
 	s->so.stop_timeout_ns = period < 50000000ull ? period : 50000000ull;

@@ -9,6 +9,13 @@
  * A thread with no VM frame on its native stack runs no Lua, whatever
  * the VM globals say. On a JIT trace the native unwinder cannot pass the
  * mcode; the cframe of cur_L is unwound again from its saved registers.
+ * Where the VM's one CFI rule (CFA = rsp+80) is wrong (VM subroutines
+ * entered with `call`, the trace exit handler, a coroutine resumed from
+ * compiled code), the cframe is searched for, validated (SAVE_L is a
+ * live thread of a known state that names it as its cframe) and the
+ * native walk restarted from it. The top frame of a thread is chosen
+ * among candidate BASE/PC pairs (registers, L->base, jit_base, SAVE_PC)
+ * by walking each down to its cframe boundary.
  *
  * Frame layout (lj_frame.h): GC64 two slots per frame, [base-2] function,
  * [base-1] link; 32-bit refs one slot, lo32 function, hi32 link. */

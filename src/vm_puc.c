@@ -9,10 +9,13 @@
  * capture: (thread stopped) picks the lua_States running on this OS
  *          thread (errorJmp ordering + resume chain, §10) and copies
  *          their CallInfo chains: a few reads per frame.
- * walk:    Protos (cached, validated), lines, call-site names, and the
- *          merge: each native luaV_execute frame is replaced by the Lua
- *          frames it runs, each C function's native frame by its Lua
- *          name (§8).
+ * walk:    Protos (cached, validated), lines (the running leaf's from
+ *          luaV_execute's pc register, §5.1), call-site names, and the
+ *          merge (§8): each native luaV_execute frame is replaced by the
+ *          Lua frames it runs, each C function's native frame by a
+ *          FRAME_C named by its symbol, else by package.loaded; a
+ *          coroutine's frames stay above the lua_resume running it, the
+ *          ones that lost their native frames to a yield just there.
  * Target memory is untrusted: every loop is bounded, every pointer and
  * tag checked; an inconsistent chain is -LS_E_TORN, never a guess. */
 #include <elfutils/libdwfl.h>
@@ -103,8 +106,6 @@ struct vm {
 	pid_t raw_tid;
 	int nraw, raw_truncated, raw_err;
 	struct puc_raw raw[MAX_RAW];
-	uint64_t rawL[MAX_THREADS_L];
-	int nrawL;
 	unsigned pcreg_votes[UREG_NREGS]; /* which register held luaV_execute's pc */
 	/* fde cache */
 	struct { uint64_t pc, lo, hi; } fde[256];
@@ -1235,7 +1236,6 @@ static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
 	struct mem *m = ts->mem ? ts->mem : &t->mem.base;
 	vm->raw_tid = ts->tid;
 	vm->nraw = 0;
-	vm->nrawL = 0;
 	vm->raw_truncated = 0;
 	vm->raw_err = 0;
 	uint64_t rsp = ts->regs.rsp, hi = rsp + (16u << 20);
@@ -1331,7 +1331,6 @@ static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
 			vm->raw_err = rc;
 			return 0;
 		}
-		vm->rawL[vm->nrawL++] = c[i].L;
 		/* torn: the chain moved while we read it */
 		uint64_t ci2;
 		if (rd64(m, c[i].L + (uint64_t)lay->L_ci, &ci2) < 0 || ci2 != g64(lb, lay->L_ci)) {
@@ -1766,8 +1765,7 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 				 : !active ? (i < vm->nstates ? "normal" : top == base ? "dead" : "suspended")
 				 : resume_child(vm, m, L) ? "normal" : "running";
 		vm->nraw = 0;
-		vm->nrawL = 0;
-		vm->raw_truncated = 0;
+			vm->raw_truncated = 0;
 		vm->raw_err = 0;
 		vm->raw_tid = -1;
 		if (active || status == 1)
