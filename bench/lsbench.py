@@ -616,9 +616,10 @@ def render(R, cfg):
     env = R["env"]
     L.append("# luaspy benchmarks: latest run")
     L.append("")
-    L.append("`%s` on %s, %s, %d CPUs; loadavg before %s, after %s; %s." % (
-        env["command"], env["host"], env["kernel"], env["ncpu"], env["load_before"],
-        env.get("load_after", "?"), env["date"]))
+    L.append("`%s` on %s, %s, %d CPUs; %s. loadavg (1, 5, 15 min) before %s, after %s; "
+             "1-minute loadavg every 10 s during the run: %s." % (
+                 env["command"], env["host"], env["kernel"], env["ncpu"], env["date"], env["load_before"],
+                 env.get("load_after", "?"), env.get("load_during", "?")))
     L.append("luaspy %s; %s; %s; %s." % (env["luaspy"], env["luajit"], env["lua54"], env["perf"]))
     L.append("Settings: %s." % ", ".join("%s=%s" % (k, v) for k, v in sorted(cfg.items())
                                          if k not in ("runtimes", "stop_runtimes", "ladder")))
@@ -810,6 +811,13 @@ def main():
         "luajit": tool_version(["luajit", "-v"]), "lua54": tool_version(["lua5.4", "-v"]),
         "perf": tool_version([PERF, "--version"]) if PERF else "no perf"}}
     t_all = time.monotonic()
+    loads = []
+    done = threading.Event()
+
+    def sample_load():      # the 1-minute loadavg every 10 s during the run
+        while not done.wait(10):
+            loads.append(float(open("/proc/loadavg").read().split()[0]))
+    threading.Thread(target=sample_load, daemon=True).start()
     tmp = tempfile.mkdtemp(prefix="lsbench.")
     try:
         if 1 in only:
@@ -839,6 +847,8 @@ def main():
     finally:
         cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
+    done.set()
+    R["env"]["load_during"] = "%.2f–%.2f (median %.2f)" % (min(loads), max(loads), med(loads)) if loads else "?"
     R["env"]["load_after"] = open("/proc/loadavg").read().split()[:3]
     R["env"]["seconds"] = round(time.monotonic() - t_all)
     R["env"]["load_before"] = " ".join(R["env"]["load_before"])
