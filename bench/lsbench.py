@@ -499,7 +499,9 @@ def bench_maxrate(cfg, tmp):
                            "errors": st.get("errors", 0), "samples": st.get("samples", 0),
                            "walk_med": st.get("walk", [None])[0]})
             lf = med([x["late_frac"] for x in fr])
-            rows.append({"rate": rate, "late_frac": lf, "runs": fr})
+            ef = med([x["errors"] / (x["errors"] + x["samples"]) if x["errors"] + x["samples"] else 1.0 for x in fr])
+            wm = med([x["walk_med"] for x in fr if x["walk_med"] is not None])
+            rows.append({"rate": rate, "late_frac": lf, "err_frac": ef, "walk_med": wm, "runs": fr})
             log("maxrate %s %d Hz: late %.2f %%" % (mode, rate, 100 * lf))
         ok = [r["rate"] for r in rows if r["late_frac"] < 0.01]
         # the highest rate such that it and every lower rate kept up
@@ -717,10 +719,11 @@ def render(R, cfg):
         L.append("| mode | " + " | ".join("%d Hz" % r for r in cfg["ladder"]) + " | max sustained |")
         L.append("|---|" + "---|" * (len(cfg["ladder"]) + 1))
         for mode, r in R["maxrate"].items():
-            L.append("| %s | %s | **%d Hz** |" % (mode, " | ".join("%.1f %%" % (100 * x["late_frac"]) for x in r["rows"]),
-                                                 r["max_ok"]))
+            L.append("| %s | %s | **%d Hz** |" % (mode, " | ".join("%.1f %% (%.0f %%)" % (100 * x["late_frac"], 100 * x["err_frac"])
+                                                                 for x in r["rows"]), r["max_ok"]))
         L.append("")
-        L.append("Cells: late ticks / scheduled ticks. luaspy's -r is capped at 10 000 Hz.")
+        L.append("Cells: late ticks / scheduled ticks (in parentheses: samples lost to errors, mostly threads that did "
+                 "not stop within one period). luaspy's -r is capped at 10 000 Hz.")
         L.append("")
         m = R["maxrate"]["merged"]["max_ok"]
         summ.append(("max sustained rate, merged", "≥ 5000 Hz", "%d Hz" % m, verdict(m >= 5000)))
