@@ -59,8 +59,19 @@ static int classify(pid_t tid, int status, struct ptrace_stop *st)
 	return 1;
 }
 
+/* SIGCHLD, blocked once so that sigtimedwait() can sleep until the
+ * kernel reports the stop (a ptrace stop sends the tracer SIGCHLD). */
+static sigset_t chld_set;
+static int chld_blocked;
+
 int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 {
+	if (!chld_blocked) {
+		sigemptyset(&chld_set);
+		sigaddset(&chld_set, SIGCHLD);
+		sigprocmask(SIG_BLOCK, &chld_set, NULL);
+		chld_blocked = 1;
+	}
 	memset(st, 0, sizeof *st);
 	st->tid = tid;
 	if (ptrace_is_pending(tid))
@@ -93,8 +104,11 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 			return -LS_E_BUSY;
 		}
 		if (el >= ptrace_spin_ns) {
-			struct timespec ts = { 0, 50000 };
-			nanosleep(&ts, NULL);
+			/* sleep until a SIGCHLD (the stop, or a stale one: then
+			 * waitpid says no and we sleep again) or the timeout */
+			uint64_t left = timeout_ns - el;
+			struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
+			sigtimedwait(&chld_set, NULL, &ts);
 		}
 	}
 }

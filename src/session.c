@@ -1,5 +1,6 @@
 /* session.c: targets, the sampling loop and stack accounting. */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +32,10 @@ struct tgt {
 	uint64_t next_probe_ns;
 	int dead;
 	const char *root_label;    /* "process PID \"cmdline\"" */
+	struct proc_thread *th;    /* thread list, relisted every RELIST_NS */
+	int *stat_fd;              /* per thread: /proc/PID/task/TID/stat, -1 */
+	int nth;
+	uint64_t relist_ns;
 };
 
 struct session {
@@ -49,6 +54,13 @@ struct session {
 	uint32_t *walk_us;
 	size_t nstop;
 	const char *runtime;
+	uint64_t start_ns;         /* session_start entered */
+	uint64_t attached_ns;      /* the first target was opened and probed */
+	uint64_t first_sample_ns;  /* the first stack was counted */
+	cpu_set_t place_mask;      /* our affinity at start (place()) */
+	int place_init;            /* 0 not yet, 1 ok, -1 unusable */
+	int place_cpu;             /* CPU we keep off, -1 none */
+	uint64_t place_next_ns;
 };
 
 static void on_signal(int sig)
@@ -146,6 +158,9 @@ static int launch(struct session *s)
 	if (pid == 0) {
 		close(pfd[0]);
 		signal(SIGPIPE, SIG_DFL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL); /* ptrace_stop blocks SIGCHLD */
 		execvp(s->o.argv[0], s->o.argv);
 		int e = errno;
 		ssize_t w = write(pfd[1], &e, sizeof e);
@@ -220,6 +235,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 	if (!s)
 		return msg_err_pid(0, -LS_E_NOMEM);
 	s->o = *o;
+	s->start_ns = time_now_ns();
 	sampler_opts_default(&s->so);
 	s->so.idle = o->idle;
 	s->so.native = o->native && !o->lua_only;
@@ -302,6 +318,8 @@ int session_start(const struct cli_opts *o, struct session **out)
 	}
 	if (rc < 0)
 		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
+	else
+		s->attached_ns = time_now_ns();
 	*out = s;
 	return 0;
 }
@@ -391,6 +409,8 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 		stack_push(st, &r);
 	}
 	profile_add(p, tid, st, 1);
+	if (!s->st.samples)
+		s->first_sample_ns = time_now_ns();
 	s->st.samples++;
 	if (info->lua_frames > 0)
 		s->st.vmstate[vms_class(info)]++;
@@ -404,15 +424,132 @@ static void count_error(struct session *s, int rc)
 		s->st.err_by_kind[e]++;
 }
 
-static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
+/* ---- CPU placement ----
+ * When luaspy runs on the CPU of the thread it samples, its spin-wait for
+ * the stop keeps that thread from reaching the stop, and the wakeup that
+ * reports the stop pulls luaspy there (wake-affine) again and again. So
+ * luaspy keeps itself off the CPU the sampled thread last ran on
+ * (field 39 of /proc/PID/task/TID/stat), rechecked every PLACE_NS, within
+ * the affinity it was started with; with one allowed CPU it stays put. */
+#define PLACE_NS (100 * 1000000ull)
+
+static int thread_cpu(pid_t pid, pid_t tid)
 {
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return -1;
+	int field = 2; /* p[1] starts field 3, the state */
+	for (p++; *p && field < 39; p++)
+		if (*p == ' ')
+			field++;
+	return field == 39 ? atoi(p) : -1;
+}
+
+static void place(struct session *s, pid_t pid, pid_t tid)
+{
+	uint64_t now = time_now_ns();
+	if (now < s->place_next_ns)
+		return;
+	s->place_next_ns = now + PLACE_NS;
+	if (!s->place_init) {
+		s->place_init = 1;
+		s->place_cpu = -1;
+		if (sched_getaffinity(0, sizeof s->place_mask, &s->place_mask) < 0)
+			s->place_init = -1;
+	}
+	if (s->place_init < 0 || CPU_COUNT(&s->place_mask) < 2)
+		return;
+	int cpu = thread_cpu(pid, tid);
+	if (cpu < 0 || cpu >= CPU_SETSIZE || cpu == s->place_cpu)
+		return;
+	cpu_set_t set = s->place_mask;
+	CPU_CLR(cpu, &set);
+	if (CPU_COUNT(&set) == 0)
+		set = s->place_mask;
+	if (sched_setaffinity(0, sizeof set, &set) == 0)
+		s->place_cpu = cpu;
+}
+
+/* ---- thread list ----
+ * Listing /proc/PID/task and reading every thread's stat costs ~8
+ * syscalls per tick for one thread. The list is taken every RELIST_NS
+ * (new threads show up that much later); in between, each listed
+ * thread's state comes from one pread of its stat file, kept open (up to
+ * MAX_STAT_FDS threads; larger processes are relisted every tick). */
+#define RELIST_NS (100 * 1000000ull)
+#define MAX_STAT_FDS 256
+
+static void threads_drop(struct tgt *tg)
+{
+	for (int i = 0; tg->stat_fd && i < tg->nth; i++)
+		if (tg->stat_fd[i] >= 0)
+			close(tg->stat_fd[i]);
+	free(tg->stat_fd);
+	free(tg->th);
+	tg->stat_fd = NULL;
+	tg->th = NULL;
+	tg->nth = 0;
+}
+
+/* Fresh states of TG's threads into tg->th[].state; 0 or -LS_E_*. */
+static int threads_update(struct tgt *tg)
+{
+	uint64_t now = time_now_ns();
+	if (tg->th && tg->stat_fd && now < tg->relist_ns) {
+		int alive = 0;
+		for (int i = 0; i < tg->nth; i++) {
+			char buf[512];
+			ssize_t r = tg->stat_fd[i] < 0 ? -1 : pread(tg->stat_fd[i], buf, sizeof buf - 1, 0);
+			char *p = NULL;
+			if (r > 0) {
+				buf[r] = 0;
+				p = strrchr(buf, ')');
+			}
+			tg->th[i].state = p && p[1] == ' ' && p[2] ? p[2] : 'X';
+			alive += tg->th[i].state != 'X';
+		}
+		if (alive)
+			return 0;
+	}
+	threads_drop(tg);
 	struct proc_thread *th;
 	int n;
 	int rc = proc_threads(tg->pid, &th, &n);
+	if (rc < 0)
+		return rc;
+	tg->th = th;
+	tg->nth = n;
+	tg->relist_ns = now + RELIST_NS;
+	if (n <= MAX_STAT_FDS && (tg->stat_fd = malloc((size_t)n * sizeof *tg->stat_fd))) {
+		for (int i = 0; i < n; i++) {
+			char path[64];
+			snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)tg->pid, (int)th[i].tid);
+			tg->stat_fd[i] = open(path, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	return 0;
+}
+
+static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
+{
+	int rc = threads_update(tg);
 	if (rc < 0) {
 		tg->dead = 1;
+		threads_drop(tg);
 		return;
 	}
+	struct proc_thread *th = tg->th;
+	int n = tg->nth;
 	for (int i = 0; i < n; i++) {
 		char state = th[i].state;
 		if (state == 'T' || state == 't' || state == 'Z' || state == 'X')
@@ -421,6 +558,7 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 			continue;
 		struct walk_info info;
 		struct sample_stats ss;
+		place(s, tg->pid, th[i].tid);
 		rc = sampler_sample_thread(tg->t, th[i].tid, state, &s->so, &s->ts, &s->stack,
 					   &info, &ss);
 		s->st.threads++;
@@ -437,7 +575,6 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 		}
 		account(s, p, tg, th[i].tid, th[i].name, &s->stack, &info);
 	}
-	free(th);
 }
 
 int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
@@ -570,6 +707,10 @@ void session_print_stats(const struct session *s, FILE *f)
 	pct(f, "unwind+walk per sample", s->walk_us, s->nstop);
 	fprintf(f, "late ticks: %llu of %llu\n", (unsigned long long)s->st.late,
 		(unsigned long long)s->st.ticks);
+	if (s->first_sample_ns)
+		fprintf(f, "time to first sample (ms): %.1f  (attach and probe %.1f)\n",
+			(double)(s->first_sample_ns - s->start_ns) / 1e6,
+			s->attached_ns ? (double)(s->attached_ns - s->start_ns) / 1e6 : 0.0);
 	for (int e = 0; e < 32; e++)
 		if (s->st.err_by_kind[e])
 			fprintf(f, "errors: %s: %llu\n", err_text(e),
@@ -586,8 +727,10 @@ int session_finish(struct session *s)
 		else
 			kill_child(s);
 	}
-	for (int i = 0; i < s->ntg; i++)
+	for (int i = 0; i < s->ntg; i++) {
 		target_close(s->tg[i].t);
+		threads_drop(&s->tg[i]);
+	}
 	ptrace_reap_pending();
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
