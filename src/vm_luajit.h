@@ -185,6 +185,15 @@ void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
 
+/* vm_luajit_image.c: walk a memory image M without a process (fuzzing,
+ * tests). With G != 0, G is validated as a global_State of layout LAY
+ * (lj_check_g, without the dispatch-boundary check: no VM code) and its
+ * library names are learned; L 0 then means G's cur_L (else its main
+ * thread). Then thread L's Lua frames from L->base down, innermost first,
+ * into OUT (at most MAX). Count or -LS_E_* (-LS_E_GARBAGE: G refused). */
+int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64_t L,
+		  struct frame *out, int max);
+
 /* small helpers shared by the walker */
 static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)
 {
