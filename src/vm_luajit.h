@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <libelf.h>
 #include "vm.h"
 
 /* Layout row flags */
@@ -178,6 +179,20 @@ int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
 /* Function start (FDE initial location) covering target ADDR, or 0. */
 uint64_t lj_fde_start(struct target *t, uint64_t addr);
+/* The same in module ELF loaded with BIAS (file address + BIAS = target
+ * address), from its .eh_frame_hdr section. */
+uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr);
+/* The VM's FDE (> 10 KiB, CFA rsp+80 or +96) of one module: a
+ * symtab_each_module callback (ARG a struct lj_fde_find, zeroed by the
+ * caller); returns 1 and fills it when found. Exported for
+ * fuzz/fuzz_elf.c. */
+struct lj_fde_find {
+	uint64_t start, end;     /* target addresses */
+	const char *module;      /* interned basename */
+	int cfa;
+};
+int lj_fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *elf,
+	      uint64_t bias);
 /* Short source name as debug.traceback prints it (lj_debug_shortname). */
 void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 
