@@ -18,7 +18,8 @@
  * Built with -DFUZZ_LUAJIT_SEEDS instead of libFuzzer, main() writes one
  * valid image per layout row into the directory given (the seeds in
  * fuzz/seeds/fuzz_luajit/): a main chunk calling Lua function f calling
- * the builtin string.format, as tests/t_vm_luajit.c builds for GC64. */
+ * the builtin string.format, as tests/t_vm_luajit.c builds for GC64,
+ * with upvalue and local names. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +165,7 @@ static void build(const struct lj_layout *l)
 		uint64_t k = bc + 16 + ol->gcref, li = k;
 		at(p)[ol->gct] = 7;
 		put32(p + ol->pt_sizebc, 4);
-		put32(p + ol->pt_sizept, ol->pt_size + 16 + ol->gcref + 8);
+		put32(p + ol->pt_sizept, ol->pt_size + 16 + ol->gcref + 24);
 		putref(p + ol->pt_chunkname, s_chunk);
 		put32(p + ol->pt_firstline, i ? 3 : 0);
 		put32(p + ol->pt_numline, i ? 2 : 9);
@@ -176,6 +177,13 @@ static void build(const struct lj_layout *l)
 		memcpy(at(bc), code, sizeof code);
 		uint8_t lines[4] = { 0, i ? 1 : 5, i ? 1 : 5, i ? 2 : 6 };
 		memcpy(at(li), lines, sizeof lines);
+		/* upvalue names "u"; locals: "x" in slot 0 for pcs [0, 1),
+		 * then a (for index) for [3, 4) */
+		const uint8_t uv[4] = { 'u', 0 }, var[12] = { 'x', 0, 0, 1, 1, 3, 1, 0 };
+		memcpy(at(li + 4), uv, sizeof uv);
+		memcpy(at(li + 8), var, sizeof var);
+		putref(p + ol->pt_uvinfo, li + 4);
+		putref(p + ol->pt_varinfo, li + 8);
 	}
 	for (int i = 0; i < 3; i++)
 		at(fn[i])[ol->gct] = 8;
