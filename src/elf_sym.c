@@ -159,10 +159,9 @@ static Dwfl_Module *addrmodule(Dwfl *dwfl, uint64_t addr)
 	return addr >= lo && addr < hi ? mod : NULL;
 }
 
-/* [*START, *END) of the FDE covering file address ADDR, by a binary
- * search of .eh_frame_hdr (PT_GNU_EH_FRAME; GCC/clang on x86_64 encode
- * its table datarel|sdata4 and FDE ranges as 4 bytes). 0 or -1. */
-static int fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
+/* See elf_sym.h. GCC/clang on x86_64 encode the .eh_frame_hdr table
+ * datarel|sdata4 and FDE ranges as 4 bytes. */
+int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 {
 	size_t nph = 0;
 	if (elf_getphdrnum(elf, &nph) != 0)
@@ -259,7 +258,7 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 		GElf_Addr ebias = 0;
 		Elf *elf = dwfl_module_getelf(mod, &ebias);
 		uint64_t st, en;
-		if (elf && fde_range(elf, a - ebias, &st, &en) == 0) {
+		if (elf && elf_sym_fde_range(elf, a - ebias, &st, &en) == 0) {
 			out->func_start = st + ebias;
 			out->func_end = en + ebias;
 		}

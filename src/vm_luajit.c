@@ -248,12 +248,19 @@ static int64_t pt_pos(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, ui
 	return pos;
 }
 
+/* FIRST + DELTA, or 0 (unknown) when garbage takes it out of int32 range */
+static int32_t line_add(int32_t first, int64_t delta)
+{
+	int64_t l = (int64_t)first + delta;
+	return l < 0 || l > INT32_MAX ? 0 : (int32_t)l;
+}
+
 static int32_t pt_line(struct ctx *c, const struct lj_ptinfo *pi, int64_t pos)
 {
 	if (pos < 0 || pos > (int64_t)pi->sizebc || !pi->lineinfo)
 		return 0;
 	if (pos == pi->sizebc)
-		return pi->firstline + pi->numline;
+		return line_add(pi->firstline, pi->numline);
 	if (pos == 0)
 		return pi->firstline;
 	pos--;
@@ -261,17 +268,17 @@ static int32_t pt_line(struct ctx *c, const struct lj_ptinfo *pi, int64_t pos)
 		uint8_t v;
 		if (mem_read_u8(c->m, pi->lineinfo + (uint64_t)pos, &v) < 0)
 			return 0;
-		return pi->firstline + v;
+		return line_add(pi->firstline, v);
 	} else if (pi->numline < 65536) {
 		uint16_t v;
 		if (mem_read_u16(c->m, pi->lineinfo + (uint64_t)pos * 2, &v) < 0)
 			return 0;
-		return pi->firstline + v;
+		return line_add(pi->firstline, v);
 	}
 	uint32_t v;
 	if (mem_read_u32(c->m, pi->lineinfo + (uint64_t)pos * 4, &v) < 0)
 		return 0;
-	return pi->firstline + (int32_t)v;
+	return line_add(pi->firstline, (int32_t)v);
 }
 
 /* ---- function names from the caller's bytecode (lj_debug_funcname) ---- */
