@@ -207,6 +207,8 @@ static int probe_tgt(struct session *s, struct tgt *tg, char *why, size_t whylen
 		target_close(t);
 		return vmrc;
 	}
+	/* a young process maps libraries while we probe: read its maps again */
+	target_refresh(t);
 	tg->t = t;
 	tg->root_label = root_label(tg->pid);
 	if (!s->runtime && t->vm_ops->describe)
