@@ -212,7 +212,7 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 			return -1;
 		uint32_t range;
 		memcpy(&range, (const uint8_t *)fd->d_buf + 12, 4);
-		if (addr >= fstart + range)
+		if (addr < fstart || addr >= fstart + range)
 			return -1;
 		*start = fstart;
 		*end = fstart + range;
