@@ -185,7 +185,7 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 	memcpy(&count, h + 8, 4);
 	if (count == 0 || 12 + 8ull * count > hdr.p_filesz)
 		return -1;
-	int64_t key = (int64_t)addr - (int64_t)hdr.p_vaddr;
+	int64_t key = (int64_t)(addr - hdr.p_vaddr);   /* wraps, no overflow */
 	uint32_t lo = 0, hi = count - 1;
 	int32_t e[2];
 	while (lo < hi) {
@@ -212,7 +212,7 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 			return -1;
 		uint32_t range;
 		memcpy(&range, (const uint8_t *)fd->d_buf + 12, 4);
-		if (addr >= fstart + range)
+		if (addr < fstart || addr >= fstart + range)
 			return -1;
 		*start = fstart;
 		*end = fstart + range;
