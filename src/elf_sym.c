@@ -159,10 +159,9 @@ static Dwfl_Module *addrmodule(Dwfl *dwfl, uint64_t addr)
 	return addr >= lo && addr < hi ? mod : NULL;
 }
 
-/* [*START, *END) of the FDE covering file address ADDR, by a binary
- * search of .eh_frame_hdr (PT_GNU_EH_FRAME; GCC/clang on x86_64 encode
- * its table datarel|sdata4 and FDE ranges as 4 bytes). 0 or -1. */
-static int fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
+/* See elf_sym.h. GCC/clang on x86_64 encode the .eh_frame_hdr table
+ * datarel|sdata4 and FDE ranges as 4 bytes. */
+int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 {
 	size_t nph = 0;
 	if (elf_getphdrnum(elf, &nph) != 0)
@@ -186,7 +185,7 @@ static int fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 	memcpy(&count, h + 8, 4);
 	if (count == 0 || 12 + 8ull * count > hdr.p_filesz)
 		return -1;
-	int64_t key = (int64_t)addr - (int64_t)hdr.p_vaddr;
+	int64_t key = (int64_t)(addr - hdr.p_vaddr);   /* wraps, no overflow */
 	uint32_t lo = 0, hi = count - 1;
 	int32_t e[2];
 	while (lo < hi) {
@@ -213,7 +212,7 @@ static int fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 			return -1;
 		uint32_t range;
 		memcpy(&range, (const uint8_t *)fd->d_buf + 12, 4);
-		if (addr >= fstart + range)
+		if (addr < fstart || addr >= fstart + range)
 			return -1;
 		*start = fstart;
 		*end = fstart + range;
@@ -259,7 +258,7 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 		GElf_Addr ebias = 0;
 		Elf *elf = dwfl_module_getelf(mod, &ebias);
 		uint64_t st, en;
-		if (elf && fde_range(elf, a - ebias, &st, &en) == 0) {
+		if (elf && elf_sym_fde_range(elf, a - ebias, &st, &en) == 0) {
 			out->func_start = st + ebias;
 			out->func_end = en + ebias;
 		}

@@ -66,4 +66,9 @@ int symtab_each_module(struct symtab *s,
 				 Elf *elf, uint64_t bias),
 		       void *arg);
 
+/* [*START, *END) of the FDE covering file address ADDR of ELF, by a
+ * binary search of its .eh_frame_hdr (PT_GNU_EH_FRAME) table. 0 or -1.
+ * Internal to elf_sym.c; exported for fuzz/fuzz_elf.c (garbage ELF). */
+int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end);
+
 #endif

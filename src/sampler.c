@@ -233,9 +233,11 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state,
 		memset(stats, 0, sizeof *stats);
 	int rc;
 	if (o->nonblocking) {
+		/* no page cache here: pages read at different moments of a
+		 * running target would make torn samples look consistent or
+		 * consistent ones torn; every read goes to the target */
 		mem_overlay_init(&ts->ov, &t->mem.base, 0, NULL, 0);
 		ts->mem = &ts->ov.base;
-		pc_attach(t, ts);
 		uint64_t tw = time_now_ns();
 		if (t->vm && t->vm_ops->capture && (rc = t->vm_ops->capture(t->vm, t, ts)) < 0)
 			return rc;

@@ -207,6 +207,8 @@ static int probe_tgt(struct session *s, struct tgt *tg, char *why, size_t whylen
 		target_close(t);
 		return vmrc;
 	}
+	/* a young process maps libraries while we probe: read its maps again */
+	target_refresh(t);
 	tg->t = t;
 	tg->root_label = root_label(tg->pid);
 	if (!s->runtime && t->vm_ops->describe)
@@ -288,8 +290,10 @@ int session_start(const struct cli_opts *o, struct session **out)
 			*out = s;
 			return 0;
 		}
-		if (rc != -LS_E_NOTLUA && rc != -LS_E_UNSUPPORTED && rc != -LS_E_GONE &&
-		    rc != -LS_E_NOPID)
+		/* a process that is starting, exec'ing or exiting can fail any
+		 * read: only these errors are final at once */
+		if (rc == -LS_E_PERM || rc == -LS_E_ARCH32 || rc == -LS_E_KTHREAD ||
+		    rc == -LS_E_NOMEM)
 			break;
 		if (!s->child && !proc_alive(pid)) {
 			rc = -LS_E_EXITED;

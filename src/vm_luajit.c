@@ -248,12 +248,19 @@ static int64_t pt_pos(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, ui
 	return pos;
 }
 
+/* FIRST + DELTA, or 0 (unknown) when garbage takes it out of int32 range */
+static int32_t line_add(int32_t first, int64_t delta)
+{
+	int64_t l = (int64_t)first + delta;
+	return l < 0 || l > INT32_MAX ? 0 : (int32_t)l;
+}
+
 static int32_t pt_line(struct ctx *c, const struct lj_ptinfo *pi, int64_t pos)
 {
 	if (pos < 0 || pos > (int64_t)pi->sizebc || !pi->lineinfo)
 		return 0;
 	if (pos == pi->sizebc)
-		return pi->firstline + pi->numline;
+		return line_add(pi->firstline, pi->numline);
 	if (pos == 0)
 		return pi->firstline;
 	pos--;
@@ -261,17 +268,17 @@ static int32_t pt_line(struct ctx *c, const struct lj_ptinfo *pi, int64_t pos)
 		uint8_t v;
 		if (mem_read_u8(c->m, pi->lineinfo + (uint64_t)pos, &v) < 0)
 			return 0;
-		return pi->firstline + v;
+		return line_add(pi->firstline, v);
 	} else if (pi->numline < 65536) {
 		uint16_t v;
 		if (mem_read_u16(c->m, pi->lineinfo + (uint64_t)pos * 2, &v) < 0)
 			return 0;
-		return pi->firstline + v;
+		return line_add(pi->firstline, v);
 	}
 	uint32_t v;
 	if (mem_read_u32(c->m, pi->lineinfo + (uint64_t)pos * 4, &v) < 0)
 		return 0;
-	return pi->firstline + (int32_t)v;
+	return line_add(pi->firstline, (int32_t)v);
 }
 
 /* ---- function names from the caller's bytecode (lj_debug_funcname) ---- */
@@ -999,6 +1006,62 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 	return 0;
 }
 
+/* The Lua frames of cur_L without native anchors (--lua-only): the top
+ * frame from BASE/PC in rdx/rbx when the thread stopped in VM code, else
+ * from L->base; then every frame down to the bottom of the stack (a
+ * caller of a C frame has no known pc: line 0). Fills FB, count in *NF. */
+static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_snap *s, int have,
+			 struct frame *fb, int *nf)
+{
+	*nf = 0;
+	if (!have || !s->cur_L)
+		return 0; /* not running Lua */
+	uint64_t L = s->cur_L;
+	uint8_t hdr[128];
+	if (mem_read(c->m, L, hdr, c->ol->L_stacksize + 4) < 0)
+		return -LS_E_FAULT;
+	uint64_t stack = 0, base = 0;
+	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
+	memcpy(&base, hdr + c->ol->L_base, 8);
+	uint64_t mask = c->fr2 ? ~0ull : 0xffffffffull;
+	struct { uint64_t base, pc; int mode; } cand[3];
+	int ncand = 0;
+	if (in_vm(c->vm, ts->regs.rip)) {
+		cand[ncand].base = ts->regs.rdx & mask;
+		cand[ncand].pc = ts->regs.rbx & mask;
+		cand[ncand++].mode = 2;
+	}
+	cand[ncand].base = base;
+	cand[ncand].pc = 0;
+	cand[ncand++].mode = 0;
+	cand[ncand].base = base;
+	cand[ncand].pc = 0;
+	cand[ncand++].mode = 3;
+	for (int k = 0; k < ncand; k++) {
+		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+			continue;
+		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		int n = 0;
+		for (int round = 0; round < MAX_SEGS && !sw.bottom && n < MAX_LFRAMES; round++) {
+			int m = walk_seg(c, &sw, fb + n, MAX_LFRAMES - n, 0);
+			if (m < 0) {
+				if (n == 0)
+					break; /* try the next candidate */
+				*nf = n;
+				return m;
+			}
+			if (m == 0)
+				break;
+			n += m;
+		}
+		if (n > 0) {
+			*nf = n;
+			return 0;
+		}
+	}
+	return FAIL(-LS_E_GARBAGE, "no consistent top frame (Lua only)");
+}
+
 static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
 		   struct walk_info *info)
 {
@@ -1073,6 +1136,19 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	int nseen = 0;
 	int innermost = 1;
 	uint64_t chain_next = 0;
+	if (ts->native.n == 0) {
+		/* --lua-only / --nonblocking: no native frames to anchor the
+		 * segments; walk cur_L alone, top to bottom */
+		rc = lua_only_walk(&c, ts, s, have, fb, &nf);
+		if (nf > 0) {
+			segs[0].native_index = 0;
+			segs[0].replace = 1;
+			segs[0].f = fb;
+			segs[0].n = nf;
+			nsegs = 1;
+		}
+		goto out;
+	}
 	for (int i = first_vm; i >= 0 && i < ns.n && nsegs < MAX_SEGS; i++) {
 		if (!in_vm(vm, ns.f[i].pc))
 			continue;

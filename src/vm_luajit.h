@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <libelf.h>
 #include "vm.h"
 
 /* Layout row flags */
@@ -178,12 +179,35 @@ int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
 /* Function start (FDE initial location) covering target ADDR, or 0. */
 uint64_t lj_fde_start(struct target *t, uint64_t addr);
+/* The same in module ELF loaded with BIAS (file address + BIAS = target
+ * address), from its .eh_frame_hdr section. */
+uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr);
+/* The VM's FDE (> 10 KiB, CFA rsp+80 or +96) of one module: a
+ * symtab_each_module callback (ARG a struct lj_fde_find, zeroed by the
+ * caller); returns 1 and fills it when found. Exported for
+ * fuzz/fuzz_elf.c. */
+struct lj_fde_find {
+	uint64_t start, end;     /* target addresses */
+	const char *module;      /* interned basename */
+	int cfa;
+};
+int lj_fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *elf,
+	      uint64_t bias);
 /* Short source name as debug.traceback prints it (lj_debug_shortname). */
 void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 
 /* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
+
+/* vm_luajit_image.c: walk a memory image M without a process (fuzzing,
+ * tests). With G != 0, G is validated as a global_State of layout LAY
+ * (lj_check_g, without the dispatch-boundary check: no VM code) and its
+ * library names are learned; L 0 then means G's cur_L (else its main
+ * thread). Then thread L's Lua frames from L->base down, innermost first,
+ * into OUT (at most MAX). Count or -LS_E_* (-LS_E_GARBAGE: G refused). */
+int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64_t L,
+		  struct frame *out, int max);
 
 /* small helpers shared by the walker */
 static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)

@@ -169,16 +169,17 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci)
 	int nvs = 0, ncl = 0;
 	for (size_t i = 0; i + 11 <= len; i++) {
 		if (code[i] == 0x41 && code[i + 1] == 0xc7 && code[i + 2] == 0x86 && nvs < 64) {
-			int32_t d = rd32(code + i + 3), imm = rd32(code + i + 7);
-			if (imm < 0 && imm >= -9 && g2 + d > 0)
-				vs[nvs++] = g2 + d;
+			int32_t imm = rd32(code + i + 7);
+			int64_t o = (int64_t)g2 + rd32(code + i + 3);   /* no int overflow */
+			if (imm < 0 && imm >= -9 && o > 0 && o <= INT32_MAX)
+				vs[nvs++] = (int32_t)o;
 		}
 		/* cur_L: mov [r14+disp32], rbp (49 89 ae) / ebp (41 89 ae) */
 		if (code[i] == (gc64 ? 0x49 : 0x41) && code[i + 1] == 0x89 && code[i + 2] == 0xae &&
 		    ncl < 64) {
-			int32_t d = rd32(code + i + 3);
-			if (g2 + d > 0)
-				cl[ncl++] = g2 + d;
+			int64_t o = (int64_t)g2 + rd32(code + i + 3);
+			if (o > 0 && o <= INT32_MAX)
+				cl[ncl++] = (int32_t)o;
 		}
 	}
 	if (nvs)

@@ -43,12 +43,6 @@ int lj_read_ref(struct vm *vm, struct mem *m, uint64_t addr, uint64_t *out)
 
 /* ---- VM code range from .eh_frame ---- */
 
-struct fde_find {
-	uint64_t start, end;     /* target addresses */
-	const char *module;
-	int cfa;
-};
-
 /* Is the FDE covering file address LOC the VM's? Fills [*s, *e). */
 static int is_vm_fde(Dwarf_CFI *cfi, uint64_t loc, uint64_t *s, uint64_t *e, int *cfa)
 {
@@ -89,10 +83,10 @@ static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
 	return NULL;
 }
 
-static int fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *elf,
-		  uint64_t bias)
+int lj_fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *elf,
+	      uint64_t bias)
 {
-	struct fde_find *ff = arg;
+	struct lj_fde_find *ff = arg;
 	if (!elf || (name && name[0] == '['))
 		return 0;
 	GElf_Shdr sh;
@@ -148,6 +142,11 @@ uint64_t lj_fde_start(struct target *t, uint64_t addr)
 	uint64_t bias = 0;
 	if (!symtab_module_at(t->sym, addr, &elf, &bias) || !elf)
 		return 0;
+	return lj_fde_start_elf(elf, bias, addr);
+}
+
+uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr)
+{
 	GElf_Shdr sh;
 	Elf_Scn *scn = find_section(elf, ".eh_frame_hdr", &sh);
 	if (!scn)
@@ -524,8 +523,8 @@ void lj_shortsrc(char *out, size_t outlen, const char *src, size_t len)
 
 int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
 {
-	struct fde_find ff = { 0 };
-	symtab_each_module(t->sym, fde_cb, &ff);
+	struct lj_fde_find ff = { 0 };
+	symtab_each_module(t->sym, lj_fde_cb, &ff);
 	if (!ff.end) {
 		msg_debug(1, "luajit: no LuaJIT VM unwind record (FDE > 10 KiB, CFA rsp+80) in any module");
 		return 0;

@@ -1526,7 +1526,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 				 (vm->resume_fn && native_start(vm, t, &ns->f[k]) == vm->resume_fn);
 		uint64_t now = now_ns();
 		if ((in_lua || vm->nstates == 0) &&
-		    now - vm->coros_ns > (vm->nstates ? 1000000000ull : 5000000000ull)) {
+		    now - vm->coros_ns > (vm->nstates ? 1000000000ull : 200000000ull)) {
 			if (vm->nstates == 0 || in_lua) {
 				int before = vm->nstates;
 				if (vm->nstates == 0)

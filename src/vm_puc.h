@@ -95,7 +95,7 @@ const struct puc_layout *puc_layout_find(int minor, int patch);
  * (LINEINFO, SIZELINEINFO entries), absolute table (ABS: pairs pc,line;
  * NABS entries) and LINEDEFINED. Mirrors luaG_getfuncline with a binary
  * search for the base entry (correct for every 5.4.x). Returns the line,
- * or -1 when PC is out of range. */
+ * or -1 when PC is out of range or the line is not a valid int (garbage). */
 int puc_line54(const int8_t *lineinfo, int sizelineinfo, const int32_t *abs, int nabs,
 	       int linedefined, int pc);
 

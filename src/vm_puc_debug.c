@@ -13,7 +13,8 @@ int puc_line54(const int8_t *lineinfo, int sizelineinfo, const int32_t *abs, int
 {
 	if (pc < 0 || pc >= sizelineinfo || !lineinfo)
 		return -1;
-	int basepc, line;
+	int basepc;
+	int64_t line;   /* garbage deltas may leave int range */
 	if (nabs <= 0 || pc < abs[0]) {
 		basepc = -1;
 		line = linedefined;
@@ -34,7 +35,7 @@ int puc_line54(const int8_t *lineinfo, int sizelineinfo, const int32_t *abs, int
 	for (int i = basepc + 1; i <= pc; i++)
 		if (lineinfo[i] != -128)
 			line += lineinfo[i];
-	return line;
+	return line < 0 || line > INT32_MAX ? -1 : (int)line;
 }
 
 /* ---- instruction decoding ---------------------------------------------- */

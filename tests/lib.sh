@@ -93,3 +93,22 @@ local t0 = os.clock()
 while os.clock() - t0 < ${2:-60} do outer(20000) end
 LUA
 }
+
+# openresty_root DIR: unpack lua-nginx-module and OpenResty's LuaJIT into
+# DIR/root without installing them (they conflict with stock luajit:
+# hosts.md 2). Debs come from $LUASPY_DEB_DIR when set, else apt-get
+# download; skips the test with the reason when neither works. Sets MOD to
+# the nginx modules folder.
+openresty_root() {
+	mkdir -p "$1/debs" "$1/root"
+	_pkgs="libnginx-mod-http-lua libnginx-mod-http-ndk libluajit2-5.1-2 libluajit2-5.1-common lua-resty-core lua-resty-lrucache"
+	if [ -n "${LUASPY_DEB_DIR:-}" ] && ls "$LUASPY_DEB_DIR"/libnginx-mod-http-lua_*.deb >/dev/null 2>&1; then
+		cp "$LUASPY_DEB_DIR"/*.deb "$1/debs/"
+	else
+		(cd "$1/debs" && apt-get download $_pkgs >"$1/apt.log" 2>&1) ||
+			skip_ "cannot download the OpenResty/lua-nginx-module debs: $(tail -1 "$1/apt.log")"
+	fi
+	for _d in "$1"/debs/*.deb; do dpkg-deb -x "$_d" "$1/root" || framework_failure_ "dpkg-deb -x $_d"; done
+	MOD="$1/root/usr/lib/nginx/modules"
+	[ -f "$MOD/ngx_http_lua_module.so" ] || skip_ "ngx_http_lua_module.so not in the debs"
+}

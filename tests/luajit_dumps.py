@@ -16,6 +16,8 @@ firstline equals the definition line. Exit 0 ok, 1 failure (reason printed).
 """
 import argparse
 import fnmatch
+import random
+import time
 import json
 import re
 import subprocess
@@ -95,6 +97,9 @@ def main():
         if a.expect and n >= a.min_count and all(found.values()):
             break
         taken += 1
+        # a random pause between dumps, so that they do not alias with a
+        # target that changes phase at a fixed period
+        time.sleep(random.random() * 0.05)
         p = subprocess.run([a.luaspy, "dump", "--pid", str(a.pid), "--json"],
                            capture_output=True, text=True)
         if p.returncode != 0:

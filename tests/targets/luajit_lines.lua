@@ -11,8 +11,11 @@ local function hot(n)
   return s
 end
 
+-- few clock calls: under CPU contention ptrace stops land at syscall
+-- exits out of proportion (sampling.md, vDSO bias)
+local N = arg[2] == "joff" and 200000 or 4000000
 local t0, n = os.clock(), 0
 while os.clock() - t0 < secs do
-  n = n + hot(200000)
+  n = n + hot(N)
 end
 print("done", n)

@@ -1,0 +1,26 @@
+/* vm_luajit_image.c: the LuaJIT walker over a memory image, without a
+ * process (fuzzing, tests): the probe's state validation and name
+ * learning, then one thread's Lua frames, all with the walker's own code. */
+#include <stdlib.h>
+#include "err.h"
+#include "vm_luajit.h"
+
+int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64_t L,
+		  struct frame *out, int max)
+{
+	struct vm *vm = calloc(1, sizeof *vm);
+	if (!vm)
+		return -LS_E_NOMEM;
+	vm->lay = lay;
+	vm->ol = (lay->flags & LJL_GC64) ? &lj_obj_gc64 : &lj_obj_32;
+	/* vm_start = vm_end = 0: no VM code, no dispatch boundary check */
+	int rc = 0;
+	if (g && lj_add_g(vm, m, g, "image") < 0)
+		rc = -LS_E_GARBAGE;
+	if (rc == 0 && !L && g && (lj_read_ref(vm, m, g + lay->g_cur_L, &L) < 0 || !L))
+		L = g - lay->sizeof_L;   /* idle: the main thread */
+	if (rc == 0)
+		rc = L ? lj_thread_frames(vm, m, L, out, max) : -LS_E_GARBAGE;
+	free(vm);
+	return rc;
+}
