@@ -560,7 +560,8 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 			continue;
 		struct walk_info info;
 		struct sample_stats ss;
-		place(s, tg->pid, th[i].tid);
+		if (!s->so.nonblocking) /* nothing is stopped: no reason to move */
+			place(s, tg->pid, th[i].tid);
 		rc = sampler_sample_thread(tg->t, th[i].tid, state, &s->so, &s->ts, &s->stack,
 					   &info, &ss);
 		s->st.threads++;
