@@ -20,7 +20,8 @@ struct ptrace_stop {
 };
 
 /* How ptrace_stop waits: spin on waitpid(WNOHANG) for SPIN_NS first, then
- * sleep in 50 us steps. Default 200 us spin. */
+ * sleep in sigtimedwait() until the stop's SIGCHLD (SIGCHLD is blocked in
+ * luaspy for that) or the timeout. Default 200 us spin. */
 extern uint64_t ptrace_spin_ns;
 
 /* Seize and interrupt TID, wait up to TIMEOUT_NS for the stop. On 0 the
