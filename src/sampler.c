@@ -67,7 +67,6 @@ ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_
 		ts->xbuf = malloc(SNAP_COPY_MAX);
 		if (!ts->xbuf)
 			return -LS_E_NOMEM;
-		ts->xcap = SNAP_COPY_MAX;
 	}
 	uint8_t *dst = ts->xbuf + ts->xlen;
 	ssize_t n = t->mem.base.read(&t->mem.base, addr, dst, len);
@@ -105,7 +104,7 @@ void thread_snap_free(struct thread_snap *ts)
 {
 	free(ts->xbuf);
 	ts->xbuf = NULL;
-	ts->xlen = ts->xcap = 0;
+	ts->xlen = 0;
 	free(ts->stack);
 	ts->stack = NULL;
 	ts->stack_len = 0;
