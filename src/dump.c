@@ -114,7 +114,7 @@ int cmd_dump(struct cli_opts *o)
 		if (state == '?')
 			continue; /* gone since listing */
 		for (int k = 0; k < DUMP_RETRIES; k++) {
-			rc = sampler_sample_thread(t, th[i].tid, state, &so, &ts, &st, &info, NULL);
+			rc = sampler_sample_thread(t, th[i].tid, state, -1, &so, &ts, &st, &info, NULL);
 			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE)
 				break;
 		}

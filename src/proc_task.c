@@ -27,8 +27,26 @@ static ssize_t read_file(const char *path, char *buf, size_t len)
 	return n;
 }
 
-/* Parse /proc/.../stat: state letter and flags. Returns 0 or -errno. */
-static int read_stat(const char *path, char *state, unsigned long *flags, char *comm, size_t commlen)
+int proc_stat_state_cpu(const char *buf, char *state, int *cpu)
+{
+	const char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
+	*state = p[2];
+	*cpu = -1;
+	int field = 2; /* p[1] starts field 3, the state */
+	for (p++; *p && field < 39; p++)
+		if (*p == ' ')
+			field++;
+	if (field == 39 && *p >= '0' && *p <= '9')
+		*cpu = atoi(p);
+	return 0;
+}
+
+/* Parse /proc/.../stat: state letter, flags, last CPU (-1 unknown).
+ * Returns 0 or -errno. */
+static int read_stat(const char *path, char *state, unsigned long *flags, char *comm, size_t commlen,
+		     int *cpu)
 {
 	char buf[1024];
 	ssize_t n = read_file(path, buf, sizeof buf);
@@ -57,6 +75,10 @@ static int read_stat(const char *path, char *state, unsigned long *flags, char *
 		*state = st;
 	if (flags)
 		*flags = fl;
+	if (cpu) {
+		char stc;
+		proc_stat_state_cpu(buf, &stc, cpu);
+	}
 	return 0;
 }
 
@@ -72,7 +94,7 @@ int proc_check(pid_t pid)
 	if (pid <= 0)
 		return -LS_E_NOPID;
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int rc = read_stat(path, &state, &flags, NULL, 0);
+	int rc = read_stat(path, &state, &flags, NULL, 0, NULL);
 	if (rc == -ENOENT || rc == -ESRCH)
 		return -LS_E_NOPID;
 	if (rc < 0)
@@ -118,7 +140,7 @@ char proc_thread_state(pid_t pid, pid_t tid)
 {
 	char path[96], st = '?';
 	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	if (read_stat(path, &st, NULL, NULL, 0) < 0)
+	if (read_stat(path, &st, NULL, NULL, 0, NULL) < 0)
 		return '?';
 	return st;
 }
@@ -159,7 +181,7 @@ int proc_threads(pid_t pid, struct proc_thread **out, int *n)
 		t->tid = atoi(de->d_name);
 		char sp[128];
 		snprintf(sp, sizeof sp, "/proc/%d/task/%d/stat", (int)pid, (int)t->tid);
-		if (read_stat(sp, &t->state, NULL, t->name, sizeof t->name) < 0)
+		if (read_stat(sp, &t->state, NULL, t->name, sizeof t->name, &t->cpu) < 0)
 			continue; /* gone between readdir and read: skip */
 		cnt++;
 	}

@@ -10,6 +10,7 @@ struct proc_thread {
 	pid_t tid;
 	char name[32];   /* comm, sanitised */
 	char state;      /* R, S, D, T, t, Z, X, I ... ('?' when unknown) */
+	int cpu;         /* CPU it last ran on (stat field 39), -1 unknown */
 };
 
 /* Check that PID can be profiled: exists, is a user process, not a zombie,
@@ -20,6 +21,11 @@ int proc_check(pid_t pid);
 /* List threads of PID into *OUT (malloc'd, caller frees), count in *N.
  * A thread that vanishes while listing is skipped. Returns 0 or -LS_E_*. */
 int proc_threads(pid_t pid, struct proc_thread **out, int *n);
+
+/* Parse one /proc/PID/task/TID/stat line BUF (NUL-terminated): *STATE the
+ * state letter, *CPU the CPU the thread last ran on (field 39; -1 when
+ * absent). Returns 0, or -EINVAL when BUF is not a stat line. */
+int proc_stat_state_cpu(const char *buf, char *state, int *cpu);
 
 /* Scheduler state letter of thread TID of PID ('?' if gone). */
 char proc_thread_state(pid_t pid, pid_t tid);

@@ -8,6 +8,7 @@
 #include "proc_ptrace.h"
 #include "proc_task.h"
 #include "sampler.h"
+#include "stopper.h"
 #include "timeutil.h"
 #include "unwind.h"
 
@@ -216,7 +217,57 @@ static int walk(struct target *t, const struct sampler_opts *o, struct thread_sn
 	return merge_stacks(t->sym, &ts->native, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
 }
 
-int sampler_sample_thread(struct target *t, pid_t tid, char state,
+/* The stop window: runs on the stopper thread when there is one. */
+struct stop_job {
+	struct target *t;
+	const struct sampler_opts *o;
+	struct thread_snap *ts;
+	struct stack *out;
+	struct walk_info *info;
+	pid_t tid;
+	int group_stop;
+	uint64_t stopped_ns, walk_ns;
+};
+
+static int stop_window(void *arg)
+{
+	struct stop_job *j = arg;
+	struct target *t = j->t;
+	struct thread_snap *ts = j->ts;
+	struct ptrace_stop st;
+	int rc = ptrace_stop(j->tid, j->o->stop_timeout_ns, &st);
+	if (rc < 0)
+		return rc;
+	uint64_t t0 = st.stop_ns;
+	rc = ptrace_getregs(j->tid, &ts->regs);
+	if (rc == 0)
+		rc = copy_stack(t, j->o, ts);
+	if (rc == 0) {
+		mem_overlay_init(&ts->ov, &t->mem.base, ts->stack_addr, ts->stack, ts->stack_len);
+		ts->mem = &ts->ov.base;
+		pc_attach(t, ts);
+		if (t->vm && t->vm_ops->capture)
+			rc = t->vm_ops->capture(t->vm, t, ts);
+	}
+	if (rc == 0 && j->o->walk_stopped) {
+		uint64_t tw = time_now_ns();
+		rc = walk(t, j->o, ts, j->out, j->info);
+		j->walk_ns = time_now_ns() - tw;
+	}
+	j->stopped_ns = time_now_ns() - t0;
+	j->group_stop = st.group_stop;
+	if (rc == 0 && !j->o->walk_stopped) {
+		/* the copies are taken: the caller may walk them while we
+		 * detach (the detach's result can't change the sample) */
+		stopper_done(0);
+		ptrace_release(&st);
+		return 0;
+	}
+	int rr = ptrace_release(&st);
+	return rc == 0 ? rr : rc;
+}
+
+int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 			  const struct sampler_opts *o, struct thread_snap *ts,
 			  struct stack *out, struct walk_info *info, struct sample_stats *stats)
 {
@@ -245,43 +296,19 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state,
 			stats->walk_ns = time_now_ns() - tw;
 		return rc;
 	}
-	struct ptrace_stop st;
-	rc = ptrace_stop(tid, o->stop_timeout_ns, &st);
-	if (rc < 0)
-		return rc;
-	uint64_t t0 = st.stop_ns;
-	rc = ptrace_getregs(tid, &ts->regs);
-	if (rc == 0)
-		rc = copy_stack(t, o, ts);
-	if (rc == 0) {
-		mem_overlay_init(&ts->ov, &t->mem.base, ts->stack_addr, ts->stack, ts->stack_len);
-		ts->mem = &ts->ov.base;
-		pc_attach(t, ts);
-		if (t->vm && t->vm_ops->capture)
-			rc = t->vm_ops->capture(t->vm, t, ts);
+	struct stop_job j = { .t = t, .o = o, .ts = ts, .out = out, .info = info, .tid = tid };
+	rc = stopper_call(cpu, stop_window, &j);
+	if (stats) {
+		stats->stopped_ns = j.stopped_ns;
+		stats->walk_ns = j.walk_ns;
 	}
-	uint64_t tw = 0;
-	if (rc == 0 && o->walk_stopped) {
-		tw = time_now_ns();
-		rc = walk(t, o, ts, out, info);
-		tw = time_now_ns() - tw;
-	}
-	uint64_t t1 = time_now_ns();
-	int rr = ptrace_release(&st);
-	if (stats)
-		stats->stopped_ns = t1 - t0;
-	if (rc == 0 && rr < 0)
-		rc = rr;
-	if (rc == 0 && st.group_stop && !o->walk_stopped)
+	if (rc == 0 && j.group_stop && !o->walk_stopped)
 		rc = -LS_E_BUSY; /* someone else stopped it: not running, no sample */
-	if (rc < 0)
+	if (rc < 0 || o->walk_stopped)
 		return rc;
-	if (!o->walk_stopped) {
-		tw = time_now_ns();
-		rc = walk(t, o, ts, out, info);
-		tw = time_now_ns() - tw;
-	}
+	uint64_t tw = time_now_ns();
+	rc = walk(t, o, ts, out, info);
 	if (stats)
-		stats->walk_ns = tw;
+		stats->walk_ns = time_now_ns() - tw;
 	return rc;
 }

@@ -42,13 +42,14 @@ void target_close(struct target *t);
  * samples. Returns 1 when it refreshed, 0 when nothing changed, or -LS_E_*. */
 int target_refresh(struct target *t);
 
-/* Sample thread TH of T: stop (unless nonblocking), capture, resume,
- * unwind, walk. OUT receives the merged stack (innermost first), INFO the
+/* Sample thread TID of T (STATE its state letter, CPU the CPU it last
+ * ran on or -1): stop (unless nonblocking; on the stopper thread when
+ * one runs, see stopper.h), capture, resume, unwind, walk. OUT receives the merged stack (innermost first), INFO the
  * VM state. TS is scratch space owned by the caller (reused between
  * calls; its stack buffer is grown as needed and freed by
  * thread_snap_free). Returns 0, or -LS_E_* (GONE: thread exited; BUSY:
  * didn't stop in time; TORN/GARBAGE/FAULT: walker error). */
-int sampler_sample_thread(struct target *t, pid_t tid, char state,
+int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 			  const struct sampler_opts *o, struct thread_snap *ts,
 			  struct stack *out, struct walk_info *info, struct sample_stats *stats);
 void thread_snap_free(struct thread_snap *ts);

@@ -17,12 +17,14 @@
 #include "proc_task.h"
 #include "sampler.h"
 #include "session.h"
+#include "stopper.h"
 #include "timeutil.h"
 
 #define MAX_TARGETS 256
 #define MAX_STOP_RECORDS (1u << 20)
 #define CHILD_SCAN_NS (200 * 1000000ull)
 #define REPROBE_NS (1000 * 1000000ull)
+#define HOUSEKEEP_NS (10 * 1000000ull)
 
 volatile int session_stop_signal;
 
@@ -60,7 +62,6 @@ struct session {
 	cpu_set_t place_mask;      /* our affinity at start (place()) */
 	int place_init;            /* 0 not yet, 1 ok, -1 unusable */
 	int place_cpu;             /* CPU we keep off, -1 none */
-	uint64_t place_next_ns;
 };
 
 static void on_signal(int sig)
@@ -86,34 +87,56 @@ static void sleep_ns(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-/* Reap the launched child if it exited. */
+/* Reap the launched child if it exited (on the stopper thread: it may
+ * have to detach a ptrace stop). */
+static int check_child_fn(void *arg);
+
 static void check_child(struct session *s)
 {
+	if (s->child && !s->child_reaped)
+		stopper_call(-1, check_child_fn, s);
+}
+
+static int reap_pending_fn(void *arg)
+{
+	ptrace_reap_pending();
+	return arg ? check_child_fn(arg) : 0;
+}
+
+static void reap_pending(void)
+{
+	stopper_call(-1, reap_pending_fn, NULL);
+}
+
+static int check_child_fn(void *arg)
+{
+	struct session *s = arg;
 	if (!s->child || s->child_reaped)
-		return;
+		return 0;
 	int status;
 	if (ptrace_child_reaped(s->child, &status)) {
 		s->child_status = status;
 		s->child_reaped = 1;
-		return;
+		return 0;
 	}
 	/* The child's main thread may still be seized from a stop that timed
 	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours. */
 	ptrace_reap_pending();
 	if (ptrace_is_pending(s->child))
-		return;
+		return 0;
 	pid_t r = waitpid(s->child, &status, WNOHANG | __WALL);
 	if (r != s->child)
-		return;
+		return 0;
 	if (WIFSTOPPED(status)) {
 		/* a stray ptrace stop (never expected: we are detached between
 		 * samples); let it go with its signal */
 		int event = (unsigned)status >> 16;
 		ptrace(PTRACE_DETACH, s->child, 0, (void *)(long)(event ? 0 : WSTOPSIG(status)));
-		return;
+		return 0;
 	}
 	s->child_status = status;
 	s->child_reaped = 1;
+	return 0;
 }
 
 static int child_exit_code(int status)
@@ -322,6 +345,13 @@ int session_start(const struct cli_opts *o, struct session **out)
 		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
 	else
 		s->attached_ns = time_now_ns();
+	if (!o->nonblocking && stopper_start() < 0) {
+		kill_child(s);
+		free(s->stop_us);
+		free(s->walk_us);
+		free(s);
+		return msg_err_pid(0, -LS_E_NOMEM);
+	}
 	*out = s;
 	return 0;
 }
@@ -427,42 +457,14 @@ static void count_error(struct session *s, int rc)
 }
 
 /* ---- CPU placement ----
- * When luaspy runs on the CPU of the thread it samples, its spin-wait for
- * the stop keeps that thread from reaching the stop, and the wakeup that
- * reports the stop pulls luaspy there (wake-affine) again and again. So
- * luaspy keeps itself off the CPU the sampled thread last ran on
- * (field 39 of /proc/PID/task/TID/stat), rechecked every PLACE_NS, within
- * the affinity it was started with; with one allowed CPU it stays put. */
-#define PLACE_NS (100 * 1000000ull)
-
-static int thread_cpu(pid_t pid, pid_t tid)
+ * The stop window runs on the stopper thread, pinned to the CPU the
+ * sampled thread last ran on (stopper.h). This thread unwinds and walks
+ * afterwards, and keeps off that CPU so as not to take it from the
+ * target; within the affinity luaspy was started with, and not at all
+ * with one allowed CPU. CPU comes from the thread's stat, read every
+ * tick anyway. */
+static void place(struct session *s, int cpu)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	int field = 2; /* p[1] starts field 3, the state */
-	for (p++; *p && field < 39; p++)
-		if (*p == ' ')
-			field++;
-	return field == 39 ? atoi(p) : -1;
-}
-
-static void place(struct session *s, pid_t pid, pid_t tid)
-{
-	uint64_t now = time_now_ns();
-	if (now < s->place_next_ns)
-		return;
-	s->place_next_ns = now + PLACE_NS;
 	if (!s->place_init) {
 		s->place_init = 1;
 		s->place_cpu = -1;
@@ -471,7 +473,6 @@ static void place(struct session *s, pid_t pid, pid_t tid)
 	}
 	if (s->place_init < 0 || CPU_COUNT(&s->place_mask) < 2)
 		return;
-	int cpu = thread_cpu(pid, tid);
 	if (cpu < 0 || cpu >= CPU_SETSIZE || cpu == s->place_cpu)
 		return;
 	cpu_set_t set = s->place_mask;
@@ -512,12 +513,15 @@ static int threads_update(struct tgt *tg)
 		for (int i = 0; i < tg->nth; i++) {
 			char buf[512];
 			ssize_t r = tg->stat_fd[i] < 0 ? -1 : pread(tg->stat_fd[i], buf, sizeof buf - 1, 0);
-			char *p = NULL;
+			char st = 'X';
+			int cpu = -1;
 			if (r > 0) {
 				buf[r] = 0;
-				p = strrchr(buf, ')');
+				if (proc_stat_state_cpu(buf, &st, &cpu) < 0)
+					st = 'X';
 			}
-			tg->th[i].state = p && p[1] == ' ' && p[2] ? p[2] : 'X';
+			tg->th[i].state = st;
+			tg->th[i].cpu = cpu;
 			alive += tg->th[i].state != 'X';
 		}
 		if (alive)
@@ -561,8 +565,8 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 		struct walk_info info;
 		struct sample_stats ss;
 		if (!s->so.nonblocking) /* nothing is stopped: no reason to move */
-			place(s, tg->pid, th[i].tid);
-		rc = sampler_sample_thread(tg->t, th[i].tid, state, &s->so, &s->ts, &s->stack,
+			place(s, th[i].cpu);
+		rc = sampler_sample_thread(tg->t, th[i].tid, state, th[i].cpu, &s->so, &s->ts, &s->stack,
 					   &info, &ss);
 		s->st.threads++;
 		if (rc == -LS_E_GONE)
@@ -588,6 +592,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
 	uint64_t next = start, next_tick = start + tick_ns, next_lag_msg = start + 1000000000ull;
 	uint64_t late_reported = 0, max_lag = 0, next_refresh = start + 1000000000ull;
+	uint64_t next_house = start;
 	for (;;) {
 		if (session_stop_signal)
 			return END_SIGNAL;
@@ -622,7 +627,6 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 		/* one tick: every target's threads */
 		s->st.ticks++;
 		s->st.threads = 0;
-		check_child(s);
 		if (s->o.subprocesses)
 			scan_children(s);
 		int alive = 0, lua = 0;
@@ -648,8 +652,12 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 		}
 		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
 			next = time_now_ns() + period;
-		ptrace_reap_pending();
-		check_child(s);
+		/* timed-out stops and the launched child: on the stopper, so
+		 * not on every tick at high rates */
+		if (now >= next_house) {
+			stopper_call(-1, reap_pending_fn, s->child && !s->child_reaped ? s : NULL);
+			next_house = now + HOUSEKEEP_NS;
+		}
 		if (s->child && s->child_reaped)
 			return END_EXITED;
 		if (!alive)
@@ -734,7 +742,8 @@ int session_finish(struct session *s)
 		target_close(s->tg[i].t);
 		threads_drop(&s->tg[i]);
 	}
-	ptrace_reap_pending();
+	reap_pending();
+	stopper_end();
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
 	free(s->stop_us);

@@ -1,0 +1,149 @@
+/* stopper.c: the stop-window thread (see stopper.h). */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "err.h"
+#include "proc_ptrace.h"
+#include "stopper.h"
+
+static struct {
+	int active;
+	pthread_t th;
+	cpu_set_t mask;          /* our affinity at start */
+	int cpu;                 /* the stopper's CPU, -1 = the start mask */
+	/* one request at a time: the caller bumps req, the stopper bumps done */
+	_Atomic uint32_t req, done;
+	int want_cpu;
+	int (*fn)(void *);
+	void *arg;
+	int rc;
+	int quit;
+	int in_fn;               /* stopper_done() not yet called for this request */
+} sp = { .cpu = -1 };
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t val)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static void pin(int cpu)
+{
+	if (cpu == sp.cpu)
+		return;
+	cpu_set_t set;
+	if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &sp.mask)) {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+	} else {
+		set = sp.mask;
+		cpu = -1;
+	}
+	if (sched_setaffinity(0, sizeof set, &set) == 0)
+		sp.cpu = cpu;
+}
+
+void stopper_done(int rc)
+{
+	if (!sp.active || !sp.in_fn)
+		return;
+	sp.in_fn = 0;
+	sp.rc = rc;
+	atomic_store_explicit(&sp.done, atomic_load_explicit(&sp.req, memory_order_relaxed),
+			      memory_order_release);
+	futex_wake(&sp.done);
+}
+
+static void *loop(void *unused)
+{
+	(void)unused;
+	uint32_t seen = 0;
+	for (;;) {
+		uint32_t r;
+		while ((r = atomic_load_explicit(&sp.req, memory_order_acquire)) == seen)
+			futex_wait(&sp.req, seen);
+		seen = r;
+		if (sp.quit) {
+			sp.in_fn = 1;
+			stopper_done(0);
+			return NULL;
+		}
+		if (sp.want_cpu >= 0)
+			pin(sp.want_cpu);
+		sp.in_fn = 1;
+		int rc = sp.fn(sp.arg);
+		stopper_done(rc);
+	}
+}
+
+int stopper_start(void)
+{
+	if (sp.active)
+		return 1;
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, NULL);
+	/* never spin for the stop: the stopper runs where the stop happens,
+	 * and so does everything with a single CPU; spinning there would keep
+	 * the thread from reaching its stop */
+	ptrace_spin_ns = 0;
+	if (sched_getaffinity(0, sizeof sp.mask, &sp.mask) < 0 || CPU_COUNT(&sp.mask) < 2)
+		return 0;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	int rc = pthread_create(&sp.th, NULL, loop, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -LS_E_NOMEM;
+	sp.active = 1;
+	return 1;
+}
+
+int stopper_active(void)
+{
+	return sp.active;
+}
+
+static int submit(int cpu, int (*fn)(void *), void *arg, int quit)
+{
+	sp.want_cpu = cpu;
+	sp.fn = fn;
+	sp.arg = arg;
+	sp.quit = quit;
+	uint32_t r = atomic_load_explicit(&sp.req, memory_order_relaxed) + 1;
+	atomic_store_explicit(&sp.req, r, memory_order_release);
+	futex_wake(&sp.req);
+	uint32_t d;
+	while ((d = atomic_load_explicit(&sp.done, memory_order_acquire)) != r)
+		futex_wait(&sp.done, d);
+	return sp.rc;
+}
+
+int stopper_call(int cpu, int (*fn)(void *arg), void *arg)
+{
+	if (!sp.active)
+		return fn(arg);
+	return submit(cpu, fn, arg, 0);
+}
+
+void stopper_end(void)
+{
+	if (!sp.active)
+		return;
+	submit(-1, NULL, NULL, 1);
+	pthread_join(sp.th, NULL);
+	sp.active = 0;
+	sp.cpu = -1;
+}
