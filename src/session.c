@@ -345,7 +345,9 @@ int session_start(const struct cli_opts *o, struct session **out)
 		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
 	else
 		s->attached_ns = time_now_ns();
-	if (!o->nonblocking && stopper_start() < 0) {
+	/* spin for the stopper's result only at high rates, where the
+	 * latency of a wakeup matters more than the CPU of a spin */
+	if (!o->nonblocking && stopper_start(period <= 2000000ull ? 300000ull : 0) < 0) {
 		kill_child(s);
 		free(s->stop_us);
 		free(s->walk_us);

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "proc_ptrace.h"
 #include "stopper.h"
+#include "timeutil.h"
 
 static struct {
 	int active;
@@ -25,7 +26,11 @@ static struct {
 	int rc;
 	int quit;
 	int in_fn;               /* stopper_done() not yet called for this request */
+	_Atomic int caller_sleeps; /* the caller waits in futex_wait on done */
+	uint64_t spin_ns;        /* the caller spins this long before it sleeps */
 } sp = { .cpu = -1 };
+
+
 
 static void futex_wait(_Atomic uint32_t *w, uint32_t val)
 {
@@ -59,9 +64,14 @@ void stopper_done(int rc)
 		return;
 	sp.in_fn = 0;
 	sp.rc = rc;
-	atomic_store_explicit(&sp.done, atomic_load_explicit(&sp.req, memory_order_relaxed),
-			      memory_order_release);
-	futex_wake(&sp.done);
+	atomic_store(&sp.done, atomic_load_explicit(&sp.req, memory_order_relaxed));
+}
+
+/* After the request's work: wake the caller if it went to sleep. */
+static void wake_caller(void)
+{
+	if (atomic_load(&sp.caller_sleeps))
+		futex_wake(&sp.done);
 }
 
 static void *loop(void *unused)
@@ -73,23 +83,25 @@ static void *loop(void *unused)
 		while ((r = atomic_load_explicit(&sp.req, memory_order_acquire)) == seen)
 			futex_wait(&sp.req, seen);
 		seen = r;
+		sp.in_fn = 1;
 		if (sp.quit) {
-			sp.in_fn = 1;
 			stopper_done(0);
+			wake_caller();
 			return NULL;
 		}
 		if (sp.want_cpu >= 0)
 			pin(sp.want_cpu);
-		sp.in_fn = 1;
 		int rc = sp.fn(sp.arg);
 		stopper_done(rc);
+		wake_caller();
 	}
 }
 
-int stopper_start(void)
+int stopper_start(uint64_t caller_spin_ns)
 {
 	if (sp.active)
 		return 1;
+	sp.spin_ns = caller_spin_ns;
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -125,9 +137,18 @@ static int submit(int cpu, int (*fn)(void *), void *arg, int quit)
 	uint32_t r = atomic_load_explicit(&sp.req, memory_order_relaxed) + 1;
 	atomic_store_explicit(&sp.req, r, memory_order_release);
 	futex_wake(&sp.req);
+	uint64_t t0 = time_now_ns();
 	uint32_t d;
-	while ((d = atomic_load_explicit(&sp.done, memory_order_acquire)) != r)
-		futex_wait(&sp.done, d);
+	while ((d = atomic_load_explicit(&sp.done, memory_order_acquire)) != r) {
+		if (time_now_ns() - t0 < sp.spin_ns) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		atomic_store(&sp.caller_sleeps, 1);
+		if ((d = atomic_load(&sp.done)) != r)
+			futex_wait(&sp.done, d);
+		atomic_store(&sp.caller_sleeps, 0);
+	}
 	return sp.rc;
 }
 

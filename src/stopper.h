@@ -17,12 +17,18 @@
 #ifndef LUASPY_STOPPER_H
 #define LUASPY_STOPPER_H
 
+#include <stdint.h>
+
 /* Start the stopper thread if it can help: at least two CPUs allowed.
  * Blocks SIGCHLD in the caller first (ptrace_stop waits for it with
  * sigtimedwait; a thread that did not block it would swallow it). All
  * signals stay blocked in the stopper, so SIGINT & co. reach the caller.
- * Returns 1 when started, 0 when not needed, -LS_E_NOMEM. */
-int stopper_start(void);
+ * CALLER_SPIN_NS: how long stopper_call() spins for the result before
+ * it sleeps (a stop window takes tens of us; a sleeping caller costs a
+ * wakeup of its vCPU per call, and the latency of that wakeup limits the
+ * sampling rate; spinning costs CPU). Returns 1 when started, 0 when not
+ * needed, -LS_E_NOMEM. */
+int stopper_start(uint64_t caller_spin_ns);
 
 /* Is the stopper thread running? */
 int stopper_active(void);
