@@ -113,6 +113,11 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 	}
 }
 
+int ptrace_npending(void)
+{
+	return npending;
+}
+
 int ptrace_is_pending(pid_t tid)
 {
 	for (int i = 0; i < npending; i++)

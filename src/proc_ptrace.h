@@ -40,6 +40,9 @@ int ptrace_release(struct ptrace_stop *st);
  * Non-blocking. Returns how many are still pending. */
 int ptrace_reap_pending(void);
 
+/* How many threads are left seized by stops that timed out. */
+int ptrace_npending(void);
+
 /* Is TID still seized from a stop that timed out? */
 int ptrace_is_pending(pid_t tid);
 

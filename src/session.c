@@ -24,7 +24,7 @@
 #define MAX_STOP_RECORDS (1u << 20)
 #define CHILD_SCAN_NS (200 * 1000000ull)
 #define REPROBE_NS (1000 * 1000000ull)
-#define HOUSEKEEP_NS (10 * 1000000ull)
+#define HOUSEKEEP_NS (100 * 1000000ull)
 
 volatile int session_stop_signal;
 
@@ -656,8 +656,9 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 			next = time_now_ns() + period;
 		/* timed-out stops and the launched child: on the stopper, so
 		 * not on every tick at high rates */
-		if (now >= next_house) {
-			stopper_call(-1, reap_pending_fn, s->child && !s->child_reaped ? s : NULL);
+		int kid = s->child && !s->child_reaped;
+		if (now >= next_house && (kid || ptrace_npending())) {
+			stopper_call(-1, reap_pending_fn, kid ? s : NULL);
 			next_house = now + HOUSEKEEP_NS;
 		}
 		if (s->child && s->child_reaped)
