@@ -76,11 +76,13 @@ void out_put_fixed(FILE *f, double v, int decimals);
  * ranks, outermost first. Equal id sequences from different threads
  * end up next to each other. */
 struct out_order {
-	char **label;     /* per frame id: out_label(WITH_LINE, FLAGS), owned */
+	char **label;     /* per frame id: out_label(WITH_LINE, FLAGS), into text */
+	uint32_t *label_len; /* per frame id: strlen(label[id]) */
 	uint32_t *rank;   /* per frame id: position in label order */
 	size_t nframes;
 	size_t *stack;    /* profile stack indices, sorted */
 	size_t nstacks;
+	char *text;       /* the labels, NUL-terminated, back to back; owned */
 };
 
 /* Fill O for P. Returns 0 or -ENOMEM. Free with out_order_free. */

@@ -200,6 +200,75 @@ static void test_clean(void)
 	free(out);
 }
 
+/* out_order ranks frames by strcmp of their labels, then by id: check it
+ * against a plain qsort on labels that share prefixes across the 8-byte
+ * words the sort compares, end inside and at word boundaries, repeat
+ * (frames differing only by trace), and carry bytes >= 0x80. */
+static int cmp_naive(const void *a, const void *b, void *arg)
+{
+	char **label = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(label[x], label[y]);
+	return c ? c : (x > y) - (x < y);
+}
+
+static void check_order(const struct profile *p, const char *what)
+{
+	struct out_order o;
+	CHECK(out_order_init(&o, p, 1, 0) == 0, "%s: out_order_init", what);
+	uint32_t *byrank = malloc(o.nframes * sizeof *byrank);
+	for (size_t i = 0; i < o.nframes; i++) {
+		byrank[i] = (uint32_t)i;
+		CHECK(o.label_len[i] == strlen(o.label[i]), "%s: label_len", what);
+	}
+	qsort_r(byrank, o.nframes, sizeof *byrank, cmp_naive, o.label);
+	size_t bad = 0;
+	for (size_t i = 0; i < o.nframes; i++)
+		bad += o.rank[byrank[i]] != i;
+	CHECK(bad == 0, "%s: %zu of %zu frames ranked out of strcmp order", what, bad,
+	      o.nframes);
+	free(byrank);
+	out_order_free(&o);
+}
+
+static void test_order(void)
+{
+	static const char *const parts[] = { "a", "ab", "abcdefg", "abcdefgh", "abcdefghi",
+		"abcdefgh (x", "\xc3\xa9", "z", "~", "fn_1234_work" };
+	enum { NP = sizeof parts / sizeof parts[0] };
+	/* Ids out of label order, runs led by a label that ends at a word. */
+	static const char *const edges[] = { "abcdefgh", "abcdefghz", "abcdefgha",
+		"abcdefghijklmnop", "abcdefghijklmnopz", "abcdefghijklmnopa", "abcdefghijklmnopq", "abcdefghijklmnop",
+		"abcdefghijklmnop", "abcdefghijklmno", "abcdefghi", "abcdefgh", "abcdefgh",
+		"abcdefg", "abcdefgh\xc3\xa9", "abcdefgh~" };
+	struct profile *p = profile_new();
+	uint64_t rng = 42;
+	int r = 0;
+	for (int i = 0; i < (int)(sizeof edges / sizeof edges[0]); i++) {
+		for (int t = 0; t < 2; t++) {
+			struct frame fr = fx_frame(FRAME_VMSTATE, edges[i], NULL, NULL, 0, 0, t, 0);
+			r |= fx_add(p, 1, &fr, 1, 1);
+		}
+	}
+	check_order(p, "word edges");
+	for (int i = 0; i < 400; i++) {
+		char name[128] = "";
+		int n = 1 + (int)(fx_rand(&rng) % 4);
+		for (int k = 0; k < n; k++)
+			strcat(name, parts[fx_rand(&rng) % NP]);
+		struct frame fr = fx_frame(FRAME_LUA, name, i % 3 ? "@m.lua" : NULL, NULL,
+					   (int)(fx_rand(&rng) % 12), 1, i % 5, 0);
+		r |= fx_add(p, 1, &fr, 1, 1);
+	}
+	CHECK(r == 0, "building the prefix profile");
+	check_order(p, "prefixes");
+	profile_free(p);
+	p = profile_new();
+	CHECK(fixture_random(p, 7) == 0, "fixture_random");
+	check_order(p, "random");
+	profile_free(p);
+}
+
 static void test_formats(void)
 {
 	CHECK(out_format_parse("flamegraph") == OUT_FLAMEGRAPH, "parse flamegraph");
@@ -620,6 +689,7 @@ int main(void)
 	test_profile_identity();
 	test_profile_scale();
 	test_clean();
+	test_order();
 	test_formats();
 	test_folded();
 	test_svg();
