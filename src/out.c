@@ -282,6 +282,30 @@ void out_put_json(FILE *f, const char *s)
 	putc('"', f);
 }
 
+size_t out_fmt_u64(char *buf, uint64_t v)
+{
+	static const char pairs[201] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	char tmp[20];
+	char *e = tmp + sizeof tmp, *d = e;
+	while (v >= 100) {
+		d -= 2;
+		memcpy(d, pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		d -= 2;
+		memcpy(d, pairs + 2 * v, 2);
+	} else {
+		*--d = (char)('0' + v);
+	}
+	size_t n = (size_t)(e - d);
+	memcpy(buf, d, n);
+	return n;
+}
+
 void out_put_fixed(FILE *f, double v, int decimals)
 {
 	static const uint64_t pow10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };

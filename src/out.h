@@ -64,6 +64,10 @@ void out_put_xml(FILE *f, const char *s);
 /* Write clean S to F as a quoted JSON string. */
 void out_put_json(FILE *f, const char *s);
 
+/* Write V in decimal to BUF (room for 20 digits, no NUL added).
+ * Returns the number of digits. */
+size_t out_fmt_u64(char *buf, uint64_t v);
+
 /* 0 when F has no error, else -errno (-EIO when errno says nothing). */
 int out_ferror(FILE *f);
 

@@ -200,6 +200,24 @@ static void test_clean(void)
 	free(out);
 }
 
+static void test_fmt_u64(void)
+{
+	static const struct {
+		uint64_t v;
+		const char *s;
+	} cases[] = {
+		{ 0, "0" }, { 7, "7" }, { 10, "10" }, { 99, "99" }, { 100, "100" },
+		{ 1009, "1009" }, { 4294967295ull, "4294967295" },
+		{ 18446744073709551615ull, "18446744073709551615" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char buf[24];
+		size_t n = out_fmt_u64(buf, cases[i].v);
+		buf[n] = 0;
+		CHECK(strcmp(buf, cases[i].s) == 0, "out_fmt_u64: %s, want %s", buf, cases[i].s);
+	}
+}
+
 /* out_order ranks frames by strcmp of their labels, then by id: check it
  * against a plain qsort on labels that share prefixes across the 8-byte
  * words the sort compares, end inside and at word boundaries, repeat
@@ -689,6 +707,7 @@ int main(void)
 	test_profile_identity();
 	test_profile_scale();
 	test_clean();
+	test_fmt_u64();
 	test_order();
 	test_formats();
 	test_folded();
