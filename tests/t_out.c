@@ -218,6 +218,46 @@ static void test_fmt_u64(void)
 	}
 }
 
+/* frame_label as it was written with snprintf: the reference. */
+static void label_ref(const struct frame *fr, char *buf, size_t len, int with_line)
+{
+	const char *name = fr->name ? fr->name : "[unknown]";
+	if (fr->kind == FRAME_LUA && fr->file && with_line && fr->line > 0)
+		snprintf(buf, len, "%s (%s:%d)", name, fr->file, fr->line);
+	else if (fr->kind == FRAME_LUA && fr->file && !with_line && fr->firstline > 0)
+		snprintf(buf, len, "%s (%s:%d)", name, fr->file, fr->firstline);
+	else if (fr->kind == FRAME_LUA && fr->file)
+		snprintf(buf, len, "%s (%s)", name, fr->file);
+	else if ((fr->kind == FRAME_C || fr->kind == FRAME_NATIVE) && fr->module)
+		snprintf(buf, len, "%s (%s)", name, fr->module);
+	else
+		snprintf(buf, len, "%s", name);
+}
+
+static void test_frame_label(void)
+{
+	static const size_t lens[] = { 1, 2, 3, 7, 12, 40, 1024 };
+	struct profile *p = profile_new();
+	CHECK(fixture_random(p, 99) == 0, "fixture_random");
+	struct frame neg = fx_frame(FRAME_LUA, "n", "f.lua", NULL, -3, -1, 0, 0);
+	size_t bad = 0, n = profile_nframes(p);
+	for (size_t i = 0; i <= n; i++) {
+		const struct frame *fr = i < n ? profile_frame(p, (uint32_t)i) : &neg;
+		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+			for (int wl = 0; wl < 2; wl++) {
+				char a[1024], b[1024];
+				memset(a, 'x', sizeof a);
+				memset(b, 'x', sizeof b);
+				frame_label(fr, a, lens[k], wl);
+				label_ref(fr, b, lens[k], wl);
+				bad += memcmp(a, b, sizeof a) != 0;
+			}
+		}
+	}
+	CHECK(bad == 0, "frame_label differs from snprintf in %zu cases", bad);
+	profile_free(p);
+}
+
 /* out_order ranks frames by strcmp of their labels, then by id: check it
  * against a plain qsort on labels that share prefixes across the 8-byte
  * words the sort compares, end inside and at word boundaries, repeat
@@ -708,6 +748,7 @@ int main(void)
 	test_profile_scale();
 	test_clean();
 	test_fmt_u64();
+	test_frame_label();
 	test_order();
 	test_formats();
 	test_folded();
