@@ -32,30 +32,76 @@ void stack_free(struct stack *st)
 	st->n = st->cap = 0;
 }
 
+/* Label text is appended as snprintf would write it: at most LEN-1
+ * bytes, then a NUL. Outputs label every frame of a profile (400 000
+ * for a large one), where snprintf's format parsing was most of it. */
+struct label_out {
+	char *buf;
+	size_t len;   /* > 0 */
+	size_t o;     /* bytes written, < len */
+};
+
+static void label_put(struct label_out *l, const char *s, size_t n)
+{
+	size_t room = l->len - 1 - l->o;
+	if (n > room)
+		n = room;
+	memcpy(l->buf + l->o, s, n);
+	l->o += n;
+}
+
+static void label_puts(struct label_out *l, const char *s)
+{
+	label_put(l, s, strlen(s));
+}
+
+static void label_int(struct label_out *l, int32_t v)
+{
+	char tmp[12], *d = tmp + sizeof tmp;
+	uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+	do {
+		*--d = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--d = '-';
+	label_put(l, d, (size_t)(tmp + sizeof tmp - d));
+}
+
 char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line)
 {
+	if (len == 0)
+		return buf;
+	struct label_out l = { buf, len, 0 };
 	const char *name = fr->name ? fr->name : "[unknown]";
+	label_puts(&l, name);
 	switch (fr->kind) {
 	case FRAME_LUA:
-		if (fr->file && with_line && fr->line > 0)
-			snprintf(buf, len, "%s (%s:%d)", name, fr->file, fr->line);
-		else if (fr->file && !with_line && fr->firstline > 0)
-			snprintf(buf, len, "%s (%s:%d)", name, fr->file, fr->firstline);
-		else if (fr->file)
-			snprintf(buf, len, "%s (%s)", name, fr->file);
-		else
-			snprintf(buf, len, "%s", name);
+		if (fr->file) {
+			label_put(&l, " (", 2);
+			label_puts(&l, fr->file);
+			if (with_line && fr->line > 0) {
+				label_put(&l, ":", 1);
+				label_int(&l, fr->line);
+			} else if (!with_line && fr->firstline > 0) {
+				label_put(&l, ":", 1);
+				label_int(&l, fr->firstline);
+			}
+			label_put(&l, ")", 1);
+		}
 		break;
 	case FRAME_C:
 	case FRAME_NATIVE:
-		if (fr->module)
-			snprintf(buf, len, "%s (%s)", name, fr->module);
-		else
-			snprintf(buf, len, "%s", name);
+		if (fr->module) {
+			label_put(&l, " (", 2);
+			label_puts(&l, fr->module);
+			label_put(&l, ")", 1);
+		}
 		break;
 	default:
-		snprintf(buf, len, "%s", name);
+		break;
 	}
+	buf[l.o] = 0;
 	return buf;
 }
 

@@ -199,7 +199,17 @@ char *out_clean(const char *s, char *buf, size_t len, int flags)
 	if (s) {
 		const unsigned char *u = (const unsigned char *)s;
 		size_t n = strlen(s);
+		unsigned char semi = (flags & OUT_CLEAN_FOLDED) ? ';' : 0;
 		for (size_t i = 0; i < n;) {
+			unsigned char c = u[i];
+			if (c >= 0x20 && c < 0x7f && c != semi) {
+				/* printable ASCII, the common case: as is */
+				if (o + 1 >= len)
+					break;
+				buf[o++] = (char)c;
+				i++;
+				continue;
+			}
 			uint32_t cp = 0;
 			size_t k = utf8_decode(u + i, n - i, &cp);
 			const char *piece = (const char *)u + i;
@@ -272,6 +282,30 @@ void out_put_json(FILE *f, const char *s)
 	putc('"', f);
 }
 
+size_t out_fmt_u64(char *buf, uint64_t v)
+{
+	static const char pairs[201] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
+	char tmp[20];
+	char *e = tmp + sizeof tmp, *d = e;
+	while (v >= 100) {
+		d -= 2;
+		memcpy(d, pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		d -= 2;
+		memcpy(d, pairs + 2 * v, 2);
+	} else {
+		*--d = (char)('0' + v);
+	}
+	size_t n = (size_t)(e - d);
+	memcpy(buf, d, n);
+	return n;
+}
+
 void out_put_fixed(FILE *f, double v, int decimals)
 {
 	static const uint64_t pow10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000 };
@@ -316,38 +350,102 @@ uint32_t *out_used_frames(const struct profile *p, size_t *nused)
 
 /* ------------------------------------------------------------ ordering */
 
-static int cmp_label(const void *a, const void *b, void *arg)
+/* Labels are sorted a word at a time: entries carry 8 bytes of their
+ * label (from DEPTH on, big-endian, NUL padded) and are sorted by that
+ * integer, stably, with a byte-wise LSD radix sort; runs of equal words
+ * are sorted again on the next 8 bytes. Starting from id order, this is
+ * strcmp's order (unsigned bytes), ties by id, without chasing 400 000
+ * label pointers through a comparison callback. */
+struct label_key {
+	uint64_t word;  /* label bytes DEPTH .. DEPTH+7, big-endian */
+	uint32_t id;
+};
+
+/* Stable sort of V[0..N) by word; TMP has room for N entries. */
+static void sort_words(struct label_key *v, struct label_key *tmp, size_t n)
 {
-	char **label = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int c = strcmp(label[x], label[y]);
-	return c ? c : (x > y) - (x < y);
+	if (n < 32) {
+		for (size_t i = 1; i < n; i++) {
+			struct label_key k = v[i];
+			size_t j = i;
+			for (; j > 0 && v[j - 1].word > k.word; j--)
+				v[j] = v[j - 1];
+			v[j] = k;
+		}
+		return;
+	}
+	uint32_t count[8][256] = { { 0 } };
+	for (size_t i = 0; i < n; i++)
+		for (int b = 0; b < 8; b++)
+			count[b][(v[i].word >> (8 * b)) & 0xff]++;
+	struct label_key *src = v, *dst = tmp;
+	for (int b = 0; b < 8; b++) {
+		uint32_t *c = count[b];
+		if (c[(v[0].word >> (8 * b)) & 0xff] == n)
+			continue;  /* all entries share this byte */
+		uint32_t sum = 0;
+		for (int k = 0; k < 256; k++) {
+			uint32_t t = c[k];
+			c[k] = sum;
+			sum += t;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[c[(src[i].word >> (8 * b)) & 0xff]++] = src[i];
+		struct label_key *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != v)
+		memcpy(v, src, n * sizeof *v);
 }
 
-struct stack_cmp_ctx {
-	const struct profile *p;
-	const uint32_t *rank;
+static void sort_labels(struct label_key *v, struct label_key *tmp, size_t n,
+			size_t depth, char *const *label, const uint32_t *len)
+{
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char *s = (const unsigned char *)label[v[i].id];
+		size_t l = len[v[i].id];
+		uint64_t w = 0;
+		for (size_t k = 0; k < 8; k++)
+			w = (w << 8) | (depth + k < l ? s[depth + k] : 0);
+		v[i].word = w;
+	}
+	sort_words(v, tmp, n);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && v[j].word == v[i].word)
+			j++;
+		/* Equal words: a label shorter than DEPTH+8 ends inside the
+		 * word, so all of the run are the same string (in id order
+		 * already); otherwise all run on, compare the next word. */
+		if (j - i > 1 && len[v[i].id] >= depth + 8)
+			sort_labels(v + i, tmp, j - i, depth + 8, label, len);
+		i = j;
+	}
+}
+
+/* A stack as the comparison sees it, copied out of the profile once. */
+struct stack_key {
+	const uint32_t *ids;
+	uint32_t depth;
+	pid_t tid;
+	size_t idx;
 };
 
 static int cmp_stack(const void *a, const void *b, void *arg)
 {
-	const struct stack_cmp_ctx *c = arg;
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
-	const uint32_t *ia, *ib;
-	size_t da, db;
-	pid_t ta, tb;
-	profile_stack(c->p, i, &ta, &ia, &da, NULL);
-	profile_stack(c->p, j, &tb, &ib, &db, NULL);
-	size_t n = da < db ? da : db;
+	const uint32_t *rank = arg;
+	const struct stack_key *x = a, *y = b;
+	size_t n = x->depth < y->depth ? x->depth : y->depth;
 	for (size_t k = 0; k < n; k++) {
-		if (ia[k] != ib[k])
-			return c->rank[ia[k]] < c->rank[ib[k]] ? -1 : 1;
+		if (x->ids[k] != y->ids[k])
+			return rank[x->ids[k]] < rank[y->ids[k]] ? -1 : 1;
 	}
-	if (da != db)
-		return da < db ? -1 : 1;
-	if (ta != tb)
-		return ta < tb ? -1 : 1;
-	return (i > j) - (i < j);
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 int out_order_init(struct out_order *o, const struct profile *p, int with_line,
@@ -355,43 +453,84 @@ int out_order_init(struct out_order *o, const struct profile *p, int with_line,
 {
 	memset(o, 0, sizeof *o);
 	size_t nf = profile_nframes(p), ns = profile_nstacks(p);
-	uint32_t *byrank = NULL;
+	struct label_key *keys = NULL;
+	struct stack_key *sk = NULL;
+	size_t *off = NULL, used = 0, cap = 0;
+	char *text = NULL;
 	o->label = calloc(nf ? nf : 1, sizeof *o->label);
+	o->label_len = calloc(nf ? nf : 1, sizeof *o->label_len);
 	o->rank = calloc(nf ? nf : 1, sizeof *o->rank);
 	o->stack = calloc(ns ? ns : 1, sizeof *o->stack);
-	byrank = calloc(nf ? nf : 1, sizeof *byrank);
+	off = calloc(nf ? nf : 1, sizeof *off);
 	o->nframes = nf;
 	o->nstacks = ns;
-	if (!o->label || !o->rank || !o->stack || !byrank)
+	if (!o->label || !o->label_len || !o->rank || !o->stack || !off)
 		goto nomem;
+	/* All labels back to back in one block (offsets until it stops
+	 * moving). */
 	char buf[OUT_LABEL_MAX];
 	for (size_t i = 0; i < nf; i++) {
 		out_label(profile_frame(p, (uint32_t)i), buf, sizeof buf, with_line, flags);
-		if (!(o->label[i] = strdup(buf)))
-			goto nomem;
-		byrank[i] = (uint32_t)i;
+		size_t l = strlen(buf);
+		if (used + l + 1 > cap) {
+			size_t ncap = cap ? cap * 2 : 1 << 16;
+			while (ncap < used + l + 1)
+				ncap *= 2;
+			char *nt = realloc(text, ncap);
+			if (!nt)
+				goto nomem;
+			text = nt;
+			cap = ncap;
+		}
+		memcpy(text + used, buf, l + 1);
+		off[i] = used;
+		o->label_len[i] = (uint32_t)l;
+		used += l + 1;
 	}
-	qsort_r(byrank, nf, sizeof *byrank, cmp_label, o->label);
+	o->text = text;
+	text = NULL;
 	for (size_t i = 0; i < nf; i++)
-		o->rank[byrank[i]] = (uint32_t)i;
-	free(byrank);
+		o->label[i] = o->text + off[i];
+	free(off);
+	off = NULL;
+
+	if (!(keys = malloc(2 * (nf ? nf : 1) * sizeof *keys)))
+		goto nomem;
+	for (size_t i = 0; i < nf; i++)
+		keys[i].id = (uint32_t)i;
+	sort_labels(keys, keys + nf, nf, 0, o->label, o->label_len);
+	for (size_t i = 0; i < nf; i++)
+		o->rank[keys[i].id] = (uint32_t)i;
+	free(keys);
+	keys = NULL;
+
+	if (!(sk = malloc((ns ? ns : 1) * sizeof *sk)))
+		goto nomem;
+	for (size_t i = 0; i < ns; i++) {
+		size_t depth;
+		profile_stack(p, i, &sk[i].tid, &sk[i].ids, &depth, NULL);
+		sk[i].depth = (uint32_t)depth;
+		sk[i].idx = i;
+	}
+	qsort_r(sk, ns, sizeof *sk, cmp_stack, o->rank);
 	for (size_t i = 0; i < ns; i++)
-		o->stack[i] = i;
-	struct stack_cmp_ctx ctx = { p, o->rank };
-	qsort_r(o->stack, ns, sizeof *o->stack, cmp_stack, &ctx);
+		o->stack[i] = sk[i].idx;
+	free(sk);
 	return 0;
 nomem:
-	free(byrank);
+	free(keys);
+	free(sk);
+	free(off);
+	free(text);
 	out_order_free(o);
 	return -ENOMEM;
 }
 
 void out_order_free(struct out_order *o)
 {
-	if (o->label)
-		for (size_t i = 0; i < o->nframes; i++)
-			free(o->label[i]);
 	free(o->label);
+	free(o->label_len);
+	free(o->text);
 	free(o->rank);
 	free(o->stack);
 	memset(o, 0, sizeof *o);

@@ -64,6 +64,10 @@ void out_put_xml(FILE *f, const char *s);
 /* Write clean S to F as a quoted JSON string. */
 void out_put_json(FILE *f, const char *s);
 
+/* Write V in decimal to BUF (room for 20 digits, no NUL added).
+ * Returns the number of digits. */
+size_t out_fmt_u64(char *buf, uint64_t v);
+
 /* 0 when F has no error, else -errno (-EIO when errno says nothing). */
 int out_ferror(FILE *f);
 
@@ -76,11 +80,13 @@ void out_put_fixed(FILE *f, double v, int decimals);
  * ranks, outermost first. Equal id sequences from different threads
  * end up next to each other. */
 struct out_order {
-	char **label;     /* per frame id: out_label(WITH_LINE, FLAGS), owned */
+	char **label;     /* per frame id: out_label(WITH_LINE, FLAGS), into text */
+	uint32_t *label_len; /* per frame id: strlen(label[id]) */
 	uint32_t *rank;   /* per frame id: position in label order */
 	size_t nframes;
 	size_t *stack;    /* profile stack indices, sorted */
 	size_t nstacks;
+	char *text;       /* the labels, NUL-terminated, back to back; owned */
 };
 
 /* Fill O for P. Returns 0 or -ENOMEM. Free with out_order_free. */

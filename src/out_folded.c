@@ -2,9 +2,14 @@
  * flamegraph.pl and inferno. One line per distinct stack, threads merged
  * (with -t, threads are already root frames). Labels carry lines; ';' in
  * names becomes ':' and control characters/invalid UTF-8 become U+FFFD,
- * so every line splits back into the frames it came from. */
+ * so every line splits back into the frames it came from.
+ *
+ * Lines are built in one buffer and written whole. Stacks come sorted,
+ * so a line shares its first frames with the one before: only the text
+ * after the common prefix is rebuilt. */
 #include <errno.h>
-#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 #include "out.h"
 
 static int same_ids(const struct profile *p, size_t a, size_t b)
@@ -21,9 +26,69 @@ static int same_ids(const struct profile *p, size_t a, size_t b)
 	return 1;
 }
 
+/* The line being built: text, and where each frame's label ends. */
+struct line {
+	char *s;
+	size_t cap;
+	size_t *end;          /* end[k]: offset just past frame k's label */
+	size_t end_cap;
+	const uint32_t *ids;  /* the stack the text holds, or NULL */
+	size_t depth;
+};
+
+static int line_reserve(struct line *l, size_t need)
+{
+	if (need <= l->cap)
+		return 0;
+	size_t ncap = l->cap ? l->cap : 4096;
+	while (ncap < need)
+		ncap *= 2;
+	char *n = realloc(l->s, ncap);
+	if (!n)
+		return -ENOMEM;
+	l->s = n;
+	l->cap = ncap;
+	return 0;
+}
+
+/* Make L hold IDS[0..DEPTH) joined by ';'; returns the text length or
+ * -ENOMEM. */
+static long line_set(struct line *l, const struct out_order *o,
+		     const uint32_t *ids, size_t depth)
+{
+	size_t c = 0;
+	if (l->ids)
+		while (c < l->depth && c < depth && l->ids[c] == ids[c])
+			c++;
+	if (depth > l->end_cap) {
+		size_t *n = realloc(l->end, depth * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		l->end = n;
+		l->end_cap = depth;
+	}
+	size_t pos = c ? l->end[c - 1] : 0;
+	for (size_t k = c; k < depth; k++) {
+		size_t n = o->label_len[ids[k]];
+		if (line_reserve(l, pos + n + 1) < 0) {
+			l->ids = NULL;
+			return -ENOMEM;
+		}
+		if (k)
+			l->s[pos++] = ';';
+		memcpy(l->s + pos, o->label[ids[k]], n);
+		pos += n;
+		l->end[k] = pos;
+	}
+	l->ids = ids;
+	l->depth = depth;
+	return (long)pos;
+}
+
 int out_folded_write(const struct profile *p, FILE *f)
 {
 	struct out_order o;
+	struct line l = { 0 };
 	int r = out_order_init(&o, p, 1, OUT_CLEAN_FOLDED);
 	if (r < 0)
 		return r;
@@ -40,15 +105,20 @@ int out_folded_write(const struct profile *p, FILE *f)
 		}
 		if (depth == 0 || sum == 0)
 			continue;
-		for (size_t k = 0; k < depth; k++) {
-			if (k)
-				putc(';', f);
-			fputs(o.label[ids[k]], f);
+		long n = line_set(&l, &o, ids, depth);
+		if (n < 0 || line_reserve(&l, (size_t)n + 23) < 0) {
+			r = -ENOMEM;
+			break;
 		}
-		fprintf(f, " %" PRIu64 "\n", sum);
-		if (ferror(f))
+		size_t len = (size_t)n;
+		l.s[len++] = ' ';
+		len += out_fmt_u64(l.s + len, sum);
+		l.s[len++] = '\n';
+		if (fwrite(l.s, 1, len, f) != len)
 			break;
 	}
+	free(l.s);
+	free(l.end);
 	out_order_free(&o);
-	return out_ferror(f);
+	return r ? r : out_ferror(f);
 }

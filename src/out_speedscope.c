@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include "out.h"
 
 #ifndef PACKAGE_VERSION
@@ -32,8 +33,87 @@ static int cmp_tid(const void *a, const void *b, void *arg)
 	return (i > j) - (i < j);
 }
 
+/* ------------------------------------------------------------ buffer */
+
+/* Pieces (numbers, escaped labels) are formatted into a block that is
+ * handed to stdio once it holds SB_FLUSH_BYTES. A piece is at most
+ * SB_PIECE_MAX bytes: a label is < OUT_LABEL_MAX bytes and escapes to
+ * at most 6 bytes per byte. */
+#ifndef SB_FLUSH_BYTES
+#define SB_FLUSH_BYTES 4096
+#endif
+#define SB_PIECE_MAX (6 * (OUT_LABEL_MAX + 64) + 64)
+#define SB_BYTES (SB_FLUSH_BYTES + SB_PIECE_MAX)
+
+struct sbuf {
+	FILE *f;
+	char *s;    /* SB_BYTES */
+	size_t n;
+};
+
+static void sb_flush(struct sbuf *b)
+{
+	if (b->n)
+		fwrite(b->s, 1, b->n, b->f);  /* errors: ferror(f) */
+	b->n = 0;
+}
+
+/* Room for one piece at b->s + b->n. */
+static char *sb_room(struct sbuf *b)
+{
+	if (b->n >= SB_FLUSH_BYTES)
+		sb_flush(b);
+	return b->s + b->n;
+}
+
+static void sb_puts(struct sbuf *b, const char *s)
+{
+	size_t n = strlen(s);
+	char *d = sb_room(b);
+	memcpy(d, s, n);
+	b->n += n;
+}
+
+static void sb_putc(struct sbuf *b, char c)
+{
+	*sb_room(b) = c;
+	b->n++;
+}
+
+static void sb_u64(struct sbuf *b, uint64_t v)
+{
+	b->n += out_fmt_u64(sb_room(b), v);
+}
+
+/* S (clean, < SB_PIECE_MAX / 6 bytes) as a quoted JSON string, as
+ * out_put_json writes it. */
+static void sb_json(struct sbuf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *d = sb_room(b), *d0 = d;
+	*d++ = '"';
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			*d++ = '\\';
+			*d++ = (char)c;
+		} else if (c < 0x20) {
+			memcpy(d, "\\u00", 4);
+			d[4] = hex[c >> 4];
+			d[5] = hex[c & 15];
+			d += 6;
+		} else {
+			*d++ = (char)c;
+		}
+	}
+	*d++ = '"';
+	b->n += (size_t)(d - d0);
+}
+
+/* ------------------------------------------------------------ document */
+
 /* The frames stacks use, in id order; USED from out_used_frames. */
-static void put_frames(const struct profile *p, const uint32_t *used, FILE *f)
+static void put_frames(const struct profile *p, const uint32_t *used, struct sbuf *b)
 {
 	char buf[OUT_LABEL_MAX];
 	size_t nf = profile_nframes(p);
@@ -41,16 +121,18 @@ static void put_frames(const struct profile *p, const uint32_t *used, FILE *f)
 		const struct frame *fr = profile_frame(p, (uint32_t)id);
 		if (!used[id])
 			continue;
-		fputs(used[id] > 1 ? ",\n{\"name\":" : "\n{\"name\":", f);
-		out_put_json(f, out_label(fr, buf, sizeof buf, 1, 0));
+		sb_puts(b, used[id] > 1 ? ",\n{\"name\":" : "\n{\"name\":");
+		sb_json(b, out_label(fr, buf, sizeof buf, 1, 0));
 		const char *file = fr->file ? fr->file : fr->module;
 		if (file) {
-			fputs(",\"file\":", f);
-			out_put_json(f, out_clean(file, buf, sizeof buf, 0));
+			sb_puts(b, ",\"file\":");
+			sb_json(b, out_clean(file, buf, sizeof buf, 0));
 		}
-		if (fr->line > 0)
-			fprintf(f, ",\"line\":%" PRId32, fr->line);
-		putc('}', f);
+		if (fr->line > 0) {
+			sb_puts(b, ",\"line\":");
+			sb_u64(b, (uint64_t)fr->line);
+		}
+		sb_putc(b, '}');
 	}
 }
 
@@ -61,9 +143,12 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 	size_t nused;
 	size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
 	uint32_t *used = out_used_frames(p, &nused);
-	if (!idx || !used) {
+	struct sbuf sb = { .f = f, .s = malloc(SB_BYTES) };
+	struct sbuf *b = &sb;
+	if (!idx || !used || !sb.s) {
 		free(idx);
 		free(used);
+		free(sb.s);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < ns; i++)
@@ -72,13 +157,14 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 
 	/* Weight unit: nanoseconds when the rate is known, else counts. */
 	double ns_per_sample = m->rate_hz > 0 ? 1e9 / m->rate_hz : 0;
+	const char *unit = ns_per_sample ? "nanoseconds" : "none";
 	char title[OUT_LABEL_MAX];
 	out_clean(m->title && *m->title ? m->title : "luaspy", title, sizeof title, 0);
 
-	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
-	      "\"shared\":{\"frames\":[", f);
-	put_frames(p, used, f);
-	fputs("]},\n\"profiles\":[", f);
+	sb_puts(b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+		"\"shared\":{\"frames\":[");
+	put_frames(p, used, b);
+	sb_puts(b, "]},\n\"profiles\":[");
 
 	size_t nthreads = 0;
 	for (size_t i = 0; i < ns;) {
@@ -94,50 +180,61 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 				break;
 			sum += weight(count, ns_per_sample);
 		}
-		fputs(nthreads++ ? ",\n{" : "\n{", f);
-		fputs("\"type\":\"sampled\",\"name\":", f);
+		sb_puts(b, nthreads++ ? ",\n{" : "\n{");
+		sb_puts(b, "\"type\":\"sampled\",\"name\":");
 		char name[OUT_LABEL_MAX + 32];
 		snprintf(name, sizeof name, "%s (tid %d)", title, (int)tid);
-		out_put_json(f, name);
-		fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":",
-			ns_per_sample ? "nanoseconds" : "none");
-		fprintf(f, "%" PRIu64, sum);
-		fputs(",\n\"samples\":[", f);
+		sb_json(b, name);
+		sb_puts(b, ",\"unit\":\"");
+		sb_puts(b, unit);
+		sb_puts(b, "\",\"startValue\":0,\"endValue\":");
+		sb_u64(b, sum);
+		sb_puts(b, ",\n\"samples\":[");
 		for (size_t k = i; k < end; k++) {
 			const uint32_t *ids;
 			size_t depth;
 			profile_stack(p, idx[k], NULL, &ids, &depth, NULL);
-			fputs(k > i ? ",[" : "[", f);
-			for (size_t d = 0; d < depth; d++)
-				fprintf(f, d ? ",%" PRIu32 : "%" PRIu32, used[ids[d]] - 1);
-			putc(']', f);
+			sb_puts(b, k > i ? ",[" : "[");
+			for (size_t d = 0; d < depth; d++) {
+				char *o = sb_room(b);
+				size_t n = 0;
+				if (d)
+					o[n++] = ',';
+				n += out_fmt_u64(o + n, used[ids[d]] - 1);
+				b->n += n;
+			}
+			sb_putc(b, ']');
 		}
-		fputs("],\n\"weights\":[", f);
+		sb_puts(b, "],\n\"weights\":[");
 		for (size_t k = i; k < end; k++) {
 			uint64_t count;
 			profile_stack(p, idx[k], NULL, NULL, NULL, &count);
 			if (k > i)
-				putc(',', f);
-			fprintf(f, "%" PRIu64, weight(count, ns_per_sample));
+				sb_putc(b, ',');
+			sb_u64(b, weight(count, ns_per_sample));
 		}
-		fputs("]}", f);
+		sb_puts(b, "]}");
+		sb_flush(b);
 		if (ferror(f))
 			break;
 		i = end;
 	}
 	if (nthreads == 0) {
 		/* speedscope wants at least one profile to open the file. */
-		fputs("\n{\"type\":\"sampled\",\"name\":", f);
-		out_put_json(f, title);
-		fprintf(f, ",\"unit\":\"%s\",\"startValue\":0,\"endValue\":0,"
-			"\"samples\":[],\"weights\":[]}",
-			ns_per_sample ? "nanoseconds" : "none");
+		sb_puts(b, "\n{\"type\":\"sampled\",\"name\":");
+		sb_json(b, title);
+		sb_puts(b, ",\"unit\":\"");
+		sb_puts(b, unit);
+		sb_puts(b, "\",\"startValue\":0,\"endValue\":0,"
+			"\"samples\":[],\"weights\":[]}");
 	}
-	fputs("],\n\"name\":", f);
-	out_put_json(f, title);
-	fputs(",\"activeProfileIndex\":0,\"exporter\":\"luaspy " PACKAGE_VERSION
-	      "\"}\n", f);
+	sb_puts(b, "],\n\"name\":");
+	sb_json(b, title);
+	sb_puts(b, ",\"activeProfileIndex\":0,\"exporter\":\"luaspy " PACKAGE_VERSION
+		"\"}\n");
+	sb_flush(b);
 	free(idx);
 	free(used);
+	free(sb.s);
 	return out_ferror(f);
 }

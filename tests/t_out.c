@@ -200,6 +200,133 @@ static void test_clean(void)
 	free(out);
 }
 
+static void test_fmt_u64(void)
+{
+	static const struct {
+		uint64_t v;
+		const char *s;
+	} cases[] = {
+		{ 0, "0" }, { 7, "7" }, { 10, "10" }, { 99, "99" }, { 100, "100" },
+		{ 1009, "1009" }, { 4294967295ull, "4294967295" },
+		{ 18446744073709551615ull, "18446744073709551615" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char buf[24];
+		size_t n = out_fmt_u64(buf, cases[i].v);
+		buf[n] = 0;
+		CHECK(strcmp(buf, cases[i].s) == 0, "out_fmt_u64: %s, want %s", buf, cases[i].s);
+	}
+}
+
+/* frame_label as it was written with snprintf: the reference. */
+static void label_ref(const struct frame *fr, char *buf, size_t len, int with_line)
+{
+	const char *name = fr->name ? fr->name : "[unknown]";
+	if (fr->kind == FRAME_LUA && fr->file && with_line && fr->line > 0)
+		snprintf(buf, len, "%s (%s:%d)", name, fr->file, fr->line);
+	else if (fr->kind == FRAME_LUA && fr->file && !with_line && fr->firstline > 0)
+		snprintf(buf, len, "%s (%s:%d)", name, fr->file, fr->firstline);
+	else if (fr->kind == FRAME_LUA && fr->file)
+		snprintf(buf, len, "%s (%s)", name, fr->file);
+	else if ((fr->kind == FRAME_C || fr->kind == FRAME_NATIVE) && fr->module)
+		snprintf(buf, len, "%s (%s)", name, fr->module);
+	else
+		snprintf(buf, len, "%s", name);
+}
+
+static void test_frame_label(void)
+{
+	static const size_t lens[] = { 1, 2, 3, 7, 12, 40, 1024 };
+	struct profile *p = profile_new();
+	CHECK(fixture_random(p, 99) == 0, "fixture_random");
+	struct frame neg = fx_frame(FRAME_LUA, "n", "f.lua", NULL, -3, -1, 0, 0);
+	size_t bad = 0, n = profile_nframes(p);
+	for (size_t i = 0; i <= n; i++) {
+		const struct frame *fr = i < n ? profile_frame(p, (uint32_t)i) : &neg;
+		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+			for (int wl = 0; wl < 2; wl++) {
+				char a[1024], b[1024];
+				memset(a, 'x', sizeof a);
+				memset(b, 'x', sizeof b);
+				frame_label(fr, a, lens[k], wl);
+				label_ref(fr, b, lens[k], wl);
+				bad += memcmp(a, b, sizeof a) != 0;
+			}
+		}
+	}
+	CHECK(bad == 0, "frame_label differs from snprintf in %zu cases", bad);
+	profile_free(p);
+}
+
+/* out_order ranks frames by strcmp of their labels, then by id: check it
+ * against a plain qsort on labels that share prefixes across the 8-byte
+ * words the sort compares, end inside and at word boundaries, repeat
+ * (frames differing only by trace), and carry bytes >= 0x80. */
+static int cmp_naive(const void *a, const void *b, void *arg)
+{
+	char **label = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(label[x], label[y]);
+	return c ? c : (x > y) - (x < y);
+}
+
+static void check_order(const struct profile *p, const char *what)
+{
+	struct out_order o;
+	CHECK(out_order_init(&o, p, 1, 0) == 0, "%s: out_order_init", what);
+	uint32_t *byrank = malloc(o.nframes * sizeof *byrank);
+	for (size_t i = 0; i < o.nframes; i++) {
+		byrank[i] = (uint32_t)i;
+		CHECK(o.label_len[i] == strlen(o.label[i]), "%s: label_len", what);
+	}
+	qsort_r(byrank, o.nframes, sizeof *byrank, cmp_naive, o.label);
+	size_t bad = 0;
+	for (size_t i = 0; i < o.nframes; i++)
+		bad += o.rank[byrank[i]] != i;
+	CHECK(bad == 0, "%s: %zu of %zu frames ranked out of strcmp order", what, bad,
+	      o.nframes);
+	free(byrank);
+	out_order_free(&o);
+}
+
+static void test_order(void)
+{
+	static const char *const parts[] = { "a", "ab", "abcdefg", "abcdefgh", "abcdefghi",
+		"abcdefgh (x", "\xc3\xa9", "z", "~", "fn_1234_work" };
+	enum { NP = sizeof parts / sizeof parts[0] };
+	/* Ids out of label order, runs led by a label that ends at a word. */
+	static const char *const edges[] = { "abcdefgh", "abcdefghz", "abcdefgha",
+		"abcdefghijklmnop", "abcdefghijklmnopz", "abcdefghijklmnopa", "abcdefghijklmnopq", "abcdefghijklmnop",
+		"abcdefghijklmnop", "abcdefghijklmno", "abcdefghi", "abcdefgh", "abcdefgh",
+		"abcdefg", "abcdefgh\xc3\xa9", "abcdefgh~" };
+	struct profile *p = profile_new();
+	uint64_t rng = 42;
+	int r = 0;
+	for (int i = 0; i < (int)(sizeof edges / sizeof edges[0]); i++) {
+		for (int t = 0; t < 2; t++) {
+			struct frame fr = fx_frame(FRAME_VMSTATE, edges[i], NULL, NULL, 0, 0, t, 0);
+			r |= fx_add(p, 1, &fr, 1, 1);
+		}
+	}
+	check_order(p, "word edges");
+	for (int i = 0; i < 400; i++) {
+		char name[128] = "";
+		int n = 1 + (int)(fx_rand(&rng) % 4);
+		for (int k = 0; k < n; k++)
+			strcat(name, parts[fx_rand(&rng) % NP]);
+		struct frame fr = fx_frame(FRAME_LUA, name, i % 3 ? "@m.lua" : NULL, NULL,
+					   (int)(fx_rand(&rng) % 12), 1, i % 5, 0);
+		r |= fx_add(p, 1, &fr, 1, 1);
+	}
+	CHECK(r == 0, "building the prefix profile");
+	check_order(p, "prefixes");
+	profile_free(p);
+	p = profile_new();
+	CHECK(fixture_random(p, 7) == 0, "fixture_random");
+	check_order(p, "random");
+	profile_free(p);
+}
+
 static void test_formats(void)
 {
 	CHECK(out_format_parse("flamegraph") == OUT_FLAMEGRAPH, "parse flamegraph");
@@ -620,6 +747,9 @@ int main(void)
 	test_profile_identity();
 	test_profile_scale();
 	test_clean();
+	test_fmt_u64();
+	test_frame_label();
+	test_order();
 	test_formats();
 	test_folded();
 	test_svg();
