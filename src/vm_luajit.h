@@ -157,6 +157,7 @@ struct vm {
 	char desc[160];
 	const char *how;             /* how the states were found */
 	uint64_t scan_ns;            /* last heap scan (time_now_ns), 0 = none */
+	uint64_t scan_wait_ns;       /* until the next one while no state is known */
 };
 
 /* The thread snapshot kept in thread_snap.vm_data. */
