@@ -13,6 +13,8 @@
 
 #define CACHE_BITS 14
 
+static void line_toks_forget(struct symtab *s);
+
 struct cache_ent {
 	uint64_t key;          /* pc | retaddr bit 63 ... 0 = empty */
 	struct sym_info info;
@@ -123,6 +125,7 @@ void symtab_close(struct symtab *s)
 {
 	if (!s)
 		return;
+	line_toks_forget(s);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	proc_maps_free(&s->maps);
@@ -221,6 +224,80 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 	return -1;
 }
 
+/* Source file and line of file address A of MOD from its DWARF. The
+ * first call for a module loads (and inflates) its debug sections: about
+ * 65 ms of CPU for libc6-dbg's libc. */
+static void line_of(Dwfl_Module *mod, uint64_t a, struct sym_info *out)
+{
+	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
+	if (!ln)
+		return;
+	int lineno = 0;
+	const char *src = dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL);
+	if (src && lineno > 0) {
+		out->file = intern(src);
+		out->line = lineno;
+	}
+}
+
+/* ---- deferred lines (symtab_defer_lines) ---- */
+
+struct line_tok {
+	struct symtab *s;   /* NULL once closed */
+	uint64_t a;         /* address looked up (pc - 1 for return addresses) */
+};
+
+static int defer_lines;
+static struct line_tok *toks;
+static size_t ntoks, toks_cap;
+
+void symtab_defer_lines(int on)
+{
+	defer_lines = on;
+}
+
+/* A token (1..) naming address A of S, or 0 when out of memory. */
+static int line_tok_new(struct symtab *s, uint64_t a)
+{
+	if (ntoks == toks_cap) {
+		size_t ncap = toks_cap ? toks_cap * 2 : 1024;
+		struct line_tok *n = ncap < INT32_MAX ? realloc(toks, ncap * sizeof *n) : NULL;
+		if (!n)
+			return 0;
+		toks = n;
+		toks_cap = ncap;
+	}
+	toks[ntoks].s = s;
+	toks[ntoks].a = a;
+	return (int)++ntoks;
+}
+
+static void line_toks_forget(struct symtab *s)
+{
+	for (size_t i = 0; i < ntoks; i++)
+		if (toks[i].s == s)
+			toks[i].s = NULL;
+}
+
+void symtab_resolve_line(struct frame *fr)
+{
+	if (fr->kind != FRAME_NATIVE || fr->line >= 0)
+		return;
+	size_t tk = (size_t)-(int64_t)fr->line;
+	fr->line = 0;
+	fr->file = NULL;
+	if (tk > ntoks || !toks[tk - 1].s)
+		return;
+	struct line_tok *t = &toks[tk - 1];
+	Dwfl_Module *mod = addrmodule(t->s->dwfl, t->a);
+	if (!mod)
+		return;
+	struct sym_info si = { 0 };
+	line_of(mod, t->a, &si);
+	fr->file = si.file;
+	fr->line = si.line;
+}
+
 static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out,
 			    int *found)
 {
@@ -263,14 +340,11 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 			out->func_end = en + ebias;
 		}
 	}
-	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
-	if (ln) {
-		int lineno = 0;
-		const char *src = dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL);
-		if (src && lineno > 0) {
-			out->file = intern(src);
-			out->line = lineno;
-		}
+	if (defer_lines) {
+		int tk = line_tok_new(s, a);
+		out->line = tk > 0 ? -tk : 0;
+	} else {
+		line_of(mod, a, out);
 	}
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <elfutils/libdwfl.h>
+#include "frame.h"
 #include "proc_maps.h"
 
 struct symtab;
@@ -22,7 +23,8 @@ struct sym_info {
 	const char *name;     /* interned symbol name, or NULL */
 	const char *module;   /* interned module basename, or NULL (no module) */
 	const char *file;     /* interned source file (DWARF), or NULL */
-	int line;             /* source line (DWARF), or 0 */
+	int line;             /* source line (DWARF), or 0; a token < 0 while
+	                       * lines are deferred (symtab_defer_lines) */
 	uint64_t func_start;  /* symbol start address; without a symbol, the start of
 	                       * the CFI entry (FDE) covering the pc; 0 = unknown */
 	uint64_t func_end;    /* end of the same range, or 0 */
@@ -47,6 +49,21 @@ pid_t symtab_pid(const struct symtab *s);
  * (looked up at PC-1, the call instruction). Always fills OUT (fields
  * NULL/0 when unknown). Returns 0 when a symbol was found, -1 otherwise. */
 int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out);
+
+/* Lines later (record): with ON set, symtab_lookup no longer reads DWARF
+ * (loading a module's line tables costs 65+ ms of CPU on the first
+ * lookup, which held up the first sample); it gives LINE = -token, a
+ * stand-in unique to the address, and FILE NULL. symtab_resolve_line()
+ * turns the token into the real file and line before the profile is
+ * written. Global (all symtabs); off by default (dump and top read
+ * lines at once or not at all). */
+void symtab_defer_lines(int on);
+
+/* Fill FR's file and line from the token symtab_lookup left in a native
+ * frame (line < 0) while lines were deferred; other frames stay as they
+ * are. Loads the module's DWARF on first use. An unknown token, or one
+ * of a symtab already closed, gives line 0 and file NULL. */
+void symtab_resolve_line(struct frame *fr);
 
 /* Address of the first symbol named NAME in any module (.symtab or
  * .dynsym, functions and objects); 0 when not found. If SIZE is not NULL

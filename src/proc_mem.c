@@ -129,6 +129,47 @@ int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, s
 	return 0;
 }
 
+static ssize_t cache_read(struct mem *base, uint64_t addr, void *buf, size_t len)
+{
+	struct mem_cache *c = (struct mem_cache *)base;
+	if (len > c->cap / 2)
+		return c->under->read(c->under, addr, buf, len);
+	if (!(c->len && addr >= c->addr && addr - c->addr < c->len)) {
+		/* a walk going down (a list of ever older objects) gets the
+		 * block that ends at ADDR, a walk going up the one that starts
+		 * there; below the mapping's start the downward read fails */
+		uint64_t start = addr & ~4095ull, top = (addr + len + 4095) & ~4095ull;
+		ssize_t r = -1;
+		if (c->len && addr < c->addr && top > c->cap) {
+			r = c->under->read(c->under, top - c->cap, c->buf, c->cap);
+			if (r == (ssize_t)c->cap)
+				start = top - c->cap;
+		}
+		if (start == (addr & ~4095ull))
+			r = c->under->read(c->under, start, c->buf, c->cap);
+		c->addr = start;
+		c->len = r > 0 ? (size_t)r : 0;
+		if (addr - start >= c->len) /* unmapped there: let UNDER say how */
+			return c->under->read(c->under, addr, buf, len);
+	}
+	size_t off = (size_t)(addr - c->addr), n = c->len - off;
+	if (n >= len) {
+		memcpy(buf, c->buf + off, len);
+		return (ssize_t)len;
+	}
+	/* straddles the end of the block: read it whole from UNDER */
+	return c->under->read(c->under, addr, buf, len);
+}
+
+void mem_cache_init(struct mem_cache *c, struct mem *under, uint8_t *buf, size_t block_bytes)
+{
+	memset(c, 0, sizeof *c);
+	c->base.read = cache_read;
+	c->under = under;
+	c->buf = buf;
+	c->cap = block_bytes;
+}
+
 static ssize_t image_read(struct mem *base, uint64_t addr, void *buf, size_t len)
 {
 	struct mem_image *im = (struct mem_image *)base;

@@ -56,6 +56,22 @@ void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,
 /* Add a region; -1 when all MEM_OVERLAY_REGIONS are used or it overlaps one. */
 int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, size_t len);
 
+/* Block cache: small reads inside one block of BLOCK_BYTES read ahead
+ * from UNDER (page aligned), for walks that follow a linked list through
+ * neighbouring objects (a GC list: one syscall per block instead of one
+ * per object). Reads larger than half the block, or starting where the
+ * block read came up short (unmapped), go to UNDER. The copy ages: use
+ * one cache for one walk only. BUF (BLOCK_BYTES bytes) is the caller's. */
+struct mem_cache {
+	struct mem base;
+	struct mem *under;
+	uint8_t *buf;
+	size_t cap;          /* BLOCK_BYTES */
+	uint64_t addr;       /* target address of buf[0] */
+	size_t len;          /* valid bytes in buf; 0 = empty */
+};
+void mem_cache_init(struct mem_cache *c, struct mem *under, uint8_t *buf, size_t block_bytes);
+
 /* Synthetic image: a list of regions (unit tests, fuzzers). Addresses
  * outside every region read as unmapped (short read / -LS_E_FAULT). */
 struct mem_region {

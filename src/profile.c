@@ -300,3 +300,38 @@ uint64_t profile_total(const struct profile *p)
 {
 	return p->total;
 }
+
+/* ------------------------------------------------------------ rewrite */
+
+int profile_map_frames(struct profile *p, void (*fn)(struct frame *fr, void *arg), void *arg)
+{
+	struct profile *q = profile_new();
+	struct stack st = { 0 };
+	if (!q)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < p->nstacks && rc == 0; i++) {
+		const struct pstack *ps = &p->stacks[i];
+		stack_clear(&st);
+		/* ids are outermost first, profile_add takes innermost first */
+		for (size_t k = ps->depth; k-- > 0 && rc == 0;) {
+			struct frame fr = p->frames[p->ids[ps->off + k]];
+			fn(&fr, arg);
+			rc = stack_push(&st, &fr);
+		}
+		if (rc == 0)
+			rc = profile_add(q, ps->tid, &st, ps->count);
+	}
+	stack_free(&st);
+	if (rc < 0) {
+		profile_free(q);
+		return -1;
+	}
+	/* Q's tables become P's; P keeps its meta */
+	struct profile tmp = *p;
+	*p = *q;
+	p->meta = tmp.meta;
+	*q = tmp;
+	profile_free(q);
+	return 0;
+}

@@ -42,6 +42,12 @@ const struct profile_meta *profile_meta_const(const struct profile *p);
  * O(depth). Returns 0, or -1 on allocation failure (nothing counted). */
 int profile_add(struct profile *p, pid_t tid, const struct stack *st, uint64_t count);
 
+/* Pass a copy of every frame of every stack through FN, then count the
+ * stacks again: frames (and stacks) that FN made equal merge, counts add
+ * up. Used to fill in what was deferred while sampling (native lines).
+ * Returns 0, or -1 on allocation failure (P unchanged). */
+int profile_map_frames(struct profile *p, void (*fn)(struct frame *fr, void *arg), void *arg);
+
 /* Forget all counted stacks (top's reset key); frames stay interned. */
 void profile_reset(struct profile *p);
 

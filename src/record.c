@@ -6,12 +6,14 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "elf_sym.h"
 #include "err.h"
 #include "msg.h"
 #include "out.h"
 #include "profile.h"
 #include "session.h"
 #include "timeutil.h"
+#include "vm.h"
 
 /* Can we create files next to PATH? 0 or -errno. */
 static int check_output_dir(const char *path)
@@ -44,6 +46,12 @@ static int status_tick(void *arg, const struct session_stats *st)
 	return 0;
 }
 
+static void resolve_line(struct frame *fr, void *arg)
+{
+	(void)arg;
+	symtab_resolve_line(fr);
+}
+
 int cmd_record(struct cli_opts *o)
 {
 	char defname[64];
@@ -55,6 +63,10 @@ int cmd_record(struct cli_opts *o)
 		}
 	}
 	struct session *s;
+	/* native lines are looked up once, at the end, not in the first
+	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
+	symtab_defer_lines(1);
+	vm_probe_quick = 1;
 	int code = session_start(o, &s);
 	if (code)
 		return code;
@@ -88,6 +100,8 @@ int cmd_record(struct cli_opts *o)
 	m->runtime = session_runtime(s);
 	if (why == END_EXITED)
 		msg_debug(1, "target exited; writing the profile");
+	if (profile_map_frames(p, resolve_line, NULL) < 0)
+		msg_debug(1, "out of memory: native frames keep no source lines");
 	int wrc = out_write_file(p, o->format, o->output);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);

@@ -28,6 +28,7 @@
 #include "msg.h"
 #include "profile.h"
 #include "session.h"
+#include "vm.h"
 #include "timeutil.h"
 
 #define TOP_TICK_NS (50 * 1000000ull) /* key polling period */
@@ -800,6 +801,7 @@ static int top_tick(void *arg, const struct session_stats *st)
 int cmd_top(struct cli_opts *o)
 {
 	struct session *s;
+	vm_probe_quick = 1; /* states from the first samples, not a heap scan */
 	int code = session_start(o, &s);
 	if (code)
 		return code;

@@ -4,6 +4,8 @@
 #include "msg.h"
 #include "vm.h"
 
+int vm_probe_quick;
+
 static const struct vm_ops *const families[] = { &vm_luajit_ops, &vm_puc_ops };
 
 int vm_probe(struct target *t, char *why, size_t whylen)

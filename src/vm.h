@@ -105,4 +105,11 @@ extern const struct vm_ops vm_puc_ops;
  * -LS_E_UNSUPPORTED with WHY filled. */
 int vm_probe(struct target *t, char *why, size_t whylen);
 
+/* Set by record and top before probing: a probe may leave its slow
+ * search for states (a heap scan of up to 512 MiB) to the walks, which
+ * find most states from registers and do the scan only when they could
+ * not. 0 (dump: one sample per thread, no later walk to catch up): the
+ * probe scans at once. */
+extern int vm_probe_quick;
+
 #endif

@@ -30,6 +30,7 @@
 #include "merge.h"
 #include "msg.h"
 #include "proc_maps.h"
+#include "timeutil.h"
 #include "vm_luajit.h"
 
 #define SNAP_MAGIC 0x4c4a5331u
@@ -829,6 +830,20 @@ static const char *vmstate_name(int vs)
 	}
 }
 
+/* Is PC in JIT machine code (executable, anonymous) with GC64 refs, where
+ * r14 stays DISPATCH (luajit.md 8.2)? With 32-bit refs a trace may reuse
+ * r14: not trusted there. */
+static int on_trace_gc64(const struct vm *vm, struct target *t, uint64_t pc)
+{
+	if (!(vm->lay->flags & LJL_GC64) || !t->sym)
+		return 0;
+	const struct proc_map *m = proc_maps_find(symtab_maps(t->sym), pc);
+	/* no map: mcode allocated after the maps were last read */
+	if (!m)
+		return pc != 0;
+	return (m->perms & MAP_X) && !proc_map_is_file(m) && m->path[0] != '[';
+}
+
 static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 {
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
@@ -844,7 +859,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		for (int i = 0; i < vm->ng; i++)
 			if (vm->g[i] == cand)
 				g = cand;
-		if (!g && in_vm(vm, ts->regs.rip) &&
+		if (!g && (in_vm(vm, ts->regs.rip) || on_trace_gc64(vm, t, ts->regs.rip)) &&
 		    lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
 			g = cand;
 	}
@@ -1562,11 +1577,37 @@ static void lj_close(struct vm *vm)
 	free(vm);
 }
 
+#define SCAN_FIRST_NS (200 * 1000000ull)   /* first retry; doubles up to */
+#define SCAN_MAX_NS (10 * 1000000000ull)    /* this */
+
+/* lj_walk, then the heap scan the probe left out when no state is known
+ * yet (a thread in C code with no Lua below it, --lua-only or
+ * --nonblocking without registers): once, then again after 0.2 s, 0.4 s... (at
+ * most 10 s apart) while none turns up (a launched program creates its
+ * state later; a scan costs up to a second on a big heap). The thread
+ * runs again by now; the sample itself keeps what the walk found. */
+static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *ts,
+			   struct stack *out, struct walk_info *info)
+{
+	int rc = lj_walk(vm, t, ts, out, info);
+	if (vm->ng == 0 && t->sym && vm_probe_quick) {
+		uint64_t now = time_now_ns();
+		if (!vm->scan_ns || now - vm->scan_ns >= vm->scan_wait_ns) {
+			vm->scan_ns = now;
+			vm->scan_wait_ns = !vm->scan_wait_ns ? SCAN_FIRST_NS :
+					   vm->scan_wait_ns < SCAN_MAX_NS / 2 ? vm->scan_wait_ns * 2 :
+					   SCAN_MAX_NS;
+			lj_scan_heap(vm, t);
+		}
+	}
+	return rc;
+}
+
 const struct vm_ops vm_luajit_ops = {
 	.family = "luajit",
 	.probe = lj_probe,
 	.capture = lj_capture,
-	.walk = lj_walk,
+	.walk = lj_walk_or_scan,
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
 	.close = lj_close,

@@ -156,6 +156,8 @@ struct vm {
 	int name_miss;               /* a C function had no name: refresh later */
 	char desc[160];
 	const char *how;             /* how the states were found */
+	uint64_t scan_ns;            /* last heap scan (time_now_ns), 0 = none */
+	uint64_t scan_wait_ns;       /* until the next one while no state is known */
 };
 
 /* The thread snapshot kept in thread_snap.vm_data. */
@@ -175,6 +177,10 @@ int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen);
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
 /* Add G (validated) to VM's states; returns index or -1. */
 int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* Scan writable anonymous memory (bounded: 512 MiB) for main lua_States
+ * and add the valid ones (luajit.md 8.5). Runs on a running target: the
+ * fallback when neither symbols nor registers nor cframes named a state. */
+void lj_scan_heap(struct vm *vm, struct target *t);
 /* Learn library function names of the state G (registry _LOADED). */
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
 /* Function start (FDE initial location) covering target ADDR, or 0. */

@@ -21,6 +21,7 @@
 #include "intern.h"
 #include "msg.h"
 #include "proc_maps.h"
+#include "vm.h"
 #include "vm_luajit.h"
 
 #define VM_FDE_MIN 10240u           /* the VM FDE is ~16 KiB; C functions are smaller */
@@ -276,8 +277,8 @@ static void probe_sym_state(struct vm *vm, struct target *t, const char *sym)
 	lj_add_g(vm, &t->mem.base, g, sym);
 }
 
-/* Scan writable anonymous memory for main lua_States (luajit.md 8.5). */
-static void probe_scan(struct vm *vm, struct target *t)
+/* See vm_luajit.h. */
+void lj_scan_heap(struct vm *vm, struct target *t)
 {
 	const struct proc_maps *maps = symtab_maps(t->sym);
 	const struct lj_objlayout *ol = vm->ol;
@@ -588,10 +589,14 @@ int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
 	vm->vm_module = ff.module;
 	probe_sym_state(vm, t, "tarantool_L");
 	probe_sym_state(vm, t, "globalL");
+	/* vm_probe_quick: no heap scan here, it read up to 512 MiB (0.8-1.5 s
+	 * for a 1 GiB heap). The first sample of a thread in VM code or on a
+	 * trace names its state by DISPATCH (r14), one with Lua below it by
+	 * a cframe; the walk scans the heap only when a sample found neither. */
+	if (vm->ng == 0 && !vm_probe_quick)
+		lj_scan_heap(vm, t);
 	if (vm->ng == 0)
-		probe_scan(vm, t);
-	if (vm->ng == 0)
-		msg_debug(1, "luajit: no global_State yet; threads in VM code will add theirs");
+		msg_debug(1, "luajit: no global_State from symbols; threads in VM code will add theirs");
 	snprintf(vm->desc, sizeof vm->desc, "LuaJIT 2.1 %s, %s", lay->flags & LJL_GC64 ? "GC64" : "32-bit refs",
 		 lay->name);
 	*out = vm;

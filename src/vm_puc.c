@@ -44,6 +44,7 @@
 #define PROTO_CACHE    1024    /* Proto cache slots (direct mapped) */
 #define MAX_SIZECODE   (1 << 22)
 #define STR_MAX        1024
+#define GC_BLOCK       (64u << 10) /* read-ahead for the allgc walk */
 
 /* one CallInfo as copied by capture() */
 struct puc_raw {
@@ -984,10 +985,20 @@ static const char *callsite_name(struct vm *vm, struct mem *m, struct puc_proto 
 
 /* Walk every global_State's allgc (5.1 rootgc) list, bounded, keeping
  * threads other than the main ones. Brent's cycle check. */
-static int enum_threads(struct vm *vm, struct mem *m, uint64_t *out, int max)
+static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 {
 	const struct puc_layout *lay = vm->lay;
 	int n = 0;
+	/* objects on allgc sit next to each other (allocation order): read
+	 * them a block at a time, not a syscall each (1 GiB heap: 400000
+	 * objects took 1-2 s one by one) */
+	struct mem_cache mc;
+	uint8_t *blk = malloc(GC_BLOCK);
+	struct mem *m = live;
+	if (blk) {
+		mem_cache_init(&mc, live, blk, GC_BLOCK);
+		m = &mc.base;
+	}
 	for (int s = 0; s < vm->nstates; s++) {
 		uint64_t g = vm->states[s] + (uint64_t)lay->L_size, o;
 		if (rd64(m, g + (uint64_t)lay->g_allgc, &o) < 0)
@@ -1014,6 +1025,7 @@ static int enum_threads(struct vm *vm, struct mem *m, uint64_t *out, int max)
 			}
 		}
 	}
+	free(blk);
 	return n;
 }
 
