@@ -10,6 +10,12 @@
  * detach hands it straight back. The unwind and walk run afterwards on
  * the calling thread, which keeps off that CPU (session.c).
  *
+ * The stopper runs at nice -20 with a 0.1 ms slice, so that it preempts
+ * the target at once when woken; it never spins and runs microseconds per
+ * sample. Without CAP_SYS_NICE it can't, and a stopper that waits for the
+ * target's slice to end is worse than none: then there is no stopper and
+ * the stop is taken from the calling thread, off the target's CPU.
+ *
  * ptrace requests must come from the thread that seized the tracee, so
  * while the stopper runs every ptrace call of the session goes through
  * stopper_call(). The caller waits for each call: nothing runs on both
@@ -27,7 +33,8 @@
  * it sleeps (a stop window takes tens of us; a sleeping caller costs a
  * wakeup of its vCPU per call, and the latency of that wakeup limits the
  * sampling rate; spinning costs CPU). Returns 1 when started, 0 when not
- * needed, -LS_E_NOMEM. */
+ * needed or not allowed (fewer than two CPUs, no CAP_SYS_NICE), or
+ * -LS_E_NOMEM. */
 int stopper_start(uint64_t caller_spin_ns);
 
 /* Is the stopper thread running? */
