@@ -30,9 +30,10 @@
  * sigtimedwait; a thread that did not block it would swallow it). All
  * signals stay blocked in the stopper, so SIGINT & co. reach the caller.
  * CALLER_SPIN_NS: how long stopper_call() spins for the result before
- * it sleeps (a stop window takes tens of us; a sleeping caller costs a
- * wakeup of its vCPU per call, and the latency of that wakeup limits the
- * sampling rate; spinning costs CPU). Returns 1 when started, 0 when not
+ * it sleeps. A stop window takes tens of us. A caller that sleeps leaves
+ * its CPU idle, and the scheduler then moves the target there while the
+ * stopper has it preempted, or wakes it there after the detach: the
+ * target migrates on most samples (session.c has the numbers). Returns 1 when started, 0 when not
  * needed or not allowed (fewer than two CPUs, no CAP_SYS_NICE), or
  * -LS_E_NOMEM. */
 int stopper_start(uint64_t caller_spin_ns);
