@@ -521,12 +521,12 @@ def bench_maxrate(cfg, tmp):
 def bench_attach(cfg, tmp):
     res = {}
     big = "%d MiB heap" % cfg["heap_mib"] if cfg["heap_mib"] < 1024 else "1 GiB heap"
-    cases = [("luajit", cfg["heap_mib"], {}, "luajit, %s (stripped binary: heap scan)" % big),
+    cases = [("luajit", cfg["heap_mib"], {}, "luajit, %s (stripped binary: no state symbol)" % big),
              ("lua5.4", cfg["heap_mib"], {}, "lua5.4, %s (symbols from liblua5.4-0-dbg)" % big),
              ("lua5.4", cfg["heap_mib"], {"LUASPY_PUC_NOSYMS": "1"},
-              "lua5.4, %s, symbols ignored (heap scan)" % big),
-             ("luajit", 1, {}, "luajit, small heap (stripped binary: heap scan)"),
-             ("lua5.4", 1, {"LUASPY_PUC_NOSYMS": "1"}, "lua5.4, small heap, symbols ignored (heap scan)")]
+              "lua5.4, %s, symbols ignored (no state symbol)" % big),
+             ("luajit", 1, {}, "luajit, small heap (stripped binary: no state symbol)"),
+             ("lua5.4", 1, {"LUASPY_PUC_NOSYMS": "1"}, "lua5.4, small heap, symbols ignored (no state symbol)")]
     targets = {}
     for rt, mib, env, label in cases:
         key = (rt, mib)
