@@ -1,13 +1,10 @@
 /* stopper.c: the stop-window thread (see stopper.h). */
-#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,8 +30,6 @@ static struct {
 	uint64_t spin_ns;        /* the caller spins this long before it sleeps */
 	_Atomic uint32_t boot;   /* 1 the stopper runs boosted, -1 it could not */
 } sp = { .cpu = -1 };
-
-
 
 static void futex_wait(_Atomic uint32_t *w, uint32_t val)
 {
