@@ -345,13 +345,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
 	else
 		s->attached_ns = time_now_ns();
-	/* the caller spins while the stopper works, at every rate: a caller
-	 * that sleeps leaves its CPU idle, and the idle CPU pulls the target
-	 * over while the stopper has preempted it (newidle balance) or gets
-	 * it on the wakeup after PTRACE_DETACH: lua5.4 at 100 Hz migrated
-	 * 1.4 times per sample and lost 5-25 % of its work; spinning: no
-	 * migrations, and ~50 us of CPU per sample */
-	if (!o->nonblocking && stopper_start(300000ull) < 0) {
+	if (!o->nonblocking && stopper_start() < 0) {
 		kill_child(s);
 		free(s->stop_us);
 		free(s->walk_us);

@@ -29,17 +29,12 @@
  * Blocks SIGCHLD in the caller first (ptrace_stop waits for it with
  * sigtimedwait; a thread that did not block it would swallow it). All
  * signals stay blocked in the stopper, so SIGINT & co. reach the caller.
- * CALLER_SPIN_NS: how long stopper_call() spins for the result before
- * it sleeps. A stop window takes tens of us. A caller that sleeps leaves
- * its CPU idle, and the scheduler then moves the target there while the
- * stopper has it preempted, or wakes it there after the detach: the
- * target migrates on most samples (session.c has the numbers). Returns 1 when started, 0 when not
- * needed or not allowed (fewer than two CPUs, no CAP_SYS_NICE), or
- * -LS_E_NOMEM. */
-int stopper_start(uint64_t caller_spin_ns);
-
-/* Is the stopper thread running? */
-int stopper_active(void);
+ * While the stopper works, stopper_call() spins for the result (up to
+ * 300 us) rather than sleep: a sleeping caller leaves its CPU idle and
+ * the scheduler moves the target onto it (stopper.c has the numbers).
+ * Returns 1 when started, 0 when not needed or not allowed (fewer than
+ * two CPUs, no CAP_SYS_NICE), or -LS_E_NOMEM. */
+int stopper_start(void);
 
 /* Run FN(ARG) on the stopper thread, pinned to CPU first when CPU >= 0
  * and allowed (otherwise its affinity is left as it is), and return FN's
