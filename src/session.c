@@ -97,10 +97,11 @@ static void check_child(struct session *s)
 		stopper_call(-1, check_child_fn, s);
 }
 
+/* Release timed-out stops; with ARG (the session), check the child too
+ * (check_child_fn releases them itself). */
 static int reap_pending_fn(void *arg)
 {
-	ptrace_reap_pending();
-	return arg ? check_child_fn(arg) : 0;
+	return arg ? check_child_fn(arg) : ptrace_reap_pending();
 }
 
 static void reap_pending(void)
@@ -111,6 +112,10 @@ static void reap_pending(void)
 static int check_child_fn(void *arg)
 {
 	struct session *s = arg;
+	/* The child's main thread may still be seized from a stop that timed
+	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours (and
+	 * collecting it may reap the child's exit). */
+	ptrace_reap_pending();
 	if (!s->child || s->child_reaped)
 		return 0;
 	int status;
@@ -119,9 +124,6 @@ static int check_child_fn(void *arg)
 		s->child_reaped = 1;
 		return 0;
 	}
-	/* The child's main thread may still be seized from a stop that timed
-	 * out: its ptrace stop is proc_ptrace.c's to collect, not ours. */
-	ptrace_reap_pending();
 	if (ptrace_is_pending(s->child))
 		return 0;
 	pid_t r = waitpid(s->child, &status, WNOHANG | __WALL);
@@ -253,6 +255,17 @@ static struct tgt *add_tgt(struct session *s, pid_t pid)
 	return tg;
 }
 
+/* session_start gave up: stop the launched child (if any), free S,
+ * return CODE. */
+static int start_failed(struct session *s, int code)
+{
+	kill_child(s);
+	free(s->stop_us);
+	free(s->walk_us);
+	free(s);
+	return code;
+}
+
 int session_start(const struct cli_opts *o, struct session **out)
 {
 	*out = NULL;
@@ -271,32 +284,19 @@ int session_start(const struct cli_opts *o, struct session **out)
 	s->so.stop_timeout_ns = period < 50000000ull ? period : 50000000ull;
 	s->stop_us = malloc(MAX_STOP_RECORDS * sizeof *s->stop_us);
 	s->walk_us = malloc(MAX_STOP_RECORDS * sizeof *s->walk_us);
-	if (!s->stop_us || !s->walk_us) {
-		free(s->stop_us);
-		free(s->walk_us);
-		free(s);
-		return msg_err_pid(0, -LS_E_NOMEM);
-	}
+	if (!s->stop_us || !s->walk_us)
+		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	install_signals();
 	pid_t pid = o->pid;
 	if (o->argv) {
 		int lr = launch(s);
-		if (lr < 0) {
-			int code = lr == -2 ? 127 : msg_err_pid(0, -LS_E_INTERNAL);
-			free(s->stop_us);
-			free(s->walk_us);
-			free(s);
-			return lr == -2 ? code : code;
-		}
+		if (lr < 0) /* -2: the command could not run (said, and reaped) */
+			return start_failed(s, lr == -2 ? 127 : msg_err_pid(0, -LS_E_INTERNAL));
 		pid = s->child;
 	} else {
 		int rc = proc_check(pid);
-		if (rc < 0) {
-			free(s->stop_us);
-			free(s->walk_us);
-			free(s);
-			return msg_err_pid(pid, rc);
-		}
+		if (rc < 0)
+			return start_failed(s, msg_err_pid(pid, rc));
 	}
 	struct tgt *tg = add_tgt(s, pid);
 	uint64_t deadline = time_now_ns() + (uint64_t)(o->timeout_s * 1e9);
@@ -335,23 +335,14 @@ int session_start(const struct cli_opts *o, struct session **out)
 		} else {
 			code = msg_err_pid(pid, rc == -LS_E_NOPID && s->child ? -LS_E_EXITED : rc);
 		}
-		kill_child(s);
-		free(s->stop_us);
-		free(s->walk_us);
-		free(s);
-		return code;
+		return start_failed(s, code);
 	}
 	if (rc < 0)
 		tg->next_probe_ns = time_now_ns() + REPROBE_NS;
 	else
 		s->attached_ns = time_now_ns();
-	if (!o->nonblocking && stopper_start() < 0) {
-		kill_child(s);
-		free(s->stop_us);
-		free(s->walk_us);
-		free(s);
-		return msg_err_pid(0, -LS_E_NOMEM);
-	}
+	if (!o->nonblocking && stopper_start() < 0)
+		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	*out = s;
 	return 0;
 }
