@@ -58,27 +58,6 @@ void target_close(struct target *t)
 	free(t);
 }
 
-ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_t len)
-{
-	if (len == 0)
-		return 0;
-	if (ts->xlen + len > SNAP_COPY_MAX || ts->ov.n >= MEM_OVERLAY_REGIONS)
-		return -LS_E_NOMEM;
-	if (!ts->xbuf) {
-		ts->xbuf = malloc(SNAP_COPY_MAX);
-		if (!ts->xbuf)
-			return -LS_E_NOMEM;
-	}
-	uint8_t *dst = ts->xbuf + ts->xlen;
-	ssize_t n = t->mem.base.read(&t->mem.base, addr, dst, len);
-	if (n <= 0)
-		return n < 0 ? n : -LS_E_FAULT;
-	if (mem_overlay_add(&ts->ov, addr, dst, (size_t)n) < 0)
-		return (ssize_t)n; /* overlaps a region copied already: reads still work */
-	ts->xlen += (size_t)n;
-	return n;
-}
-
 static uint64_t maps_digest(const struct proc_maps *m)
 {
 	uint64_t h = (uint64_t)m->n;

@@ -54,10 +54,15 @@ struct thread_snap {
 /* For capture(): while the thread is stopped, copy LEN bytes at target
  * ADDR (e.g. the Lua stack slots in use, a CallInfo chain) so that later
  * reads of that range through TS->mem see this consistent copy instead of
- * the running target. At most SNAP_COPY_MAX bytes per sample and 7
+ * the running target. At most SNAP_COPY_MAX bytes per sample and 11
  * regions besides the C stack. Returns bytes copied (may be short at an
  * unmapped end) or -LS_E_* (-LS_E_NOMEM when the budget is spent). */
 ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_t len);
+
+/* For capture(): like snap_copy() for LEN bytes at target ADDR that the
+ * walker has just read into DATA while the thread is stopped (no second
+ * read). 0, or -LS_E_NOMEM when the budget or the regions are spent. */
+int snap_keep(struct thread_snap *ts, uint64_t addr, const void *data, size_t len);
 
 /* What a walk learned beyond the frames. */
 struct walk_info {

@@ -812,6 +812,7 @@ static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 	old->tid = tid;
 	old->g = 0;
 	old->len = 0;
+	old->nparents = 0;
 	return old;
 }
 
@@ -842,6 +843,100 @@ static int on_trace_gc64(const struct vm *vm, struct target *t, uint64_t pc)
 	if (!m)
 		return pc != 0;
 	return (m->perms & MAP_X) && !proc_map_is_file(m) && m->path[0] != '[';
+}
+
+/* Keep, while the thread is stopped, the header HDR (just read) and the
+ * slots in use of thread L: the walk reads them after the thread runs on,
+ * and a resumer's base moves whenever its coroutine yields. 0 or -1 when
+ * HDR is no thread's or the copy budget is spent. */
+static int keep_thread(struct vm *vm, struct target *t, struct thread_snap *ts, uint64_t L,
+		       const uint8_t *hdr)
+{
+	const struct lj_objlayout *ol = vm->ol;
+	uint64_t stack = 0, top = 0;
+	memcpy(&stack, hdr + ol->L_stack, ol->gcref);
+	memcpy(&top, hdr + ol->L_top, 8);
+	stack &= 0x7fffffffffffull;
+	if (hdr[ol->gct] != 6 || !stack || top < stack || top - stack > (64u << 20))
+		return -1;
+	/* the slots in use and two above (a frame's function and link) */
+	uint64_t end = top + 16, lo = end - stack > LJ_PSTACK_MAX ? end - LJ_PSTACK_MAX : stack;
+	if (snap_keep(ts, L, hdr, ol->L_stacksize + 4) < 0 || snap_copy(t, ts, lo, end - lo) < 0)
+		return -1;
+	return 0;
+}
+
+/* The threads below cur_L on this C stack: the coroutines whose
+ * coroutine.resume/wrap runs cur_L. A coroutine's first cframe has PREV =
+ * NULL, and its resumer's VM frame (the interpreter, running the resume
+ * fast function) has its cframe right above, at cf + CFRAME_SIZE, naming
+ * the resumer in SAVE_L; the resumer's L->cframe points back at it
+ * (lj_vm_resume, vm_x64.dasc; luajit.md 10.3). HDR is cur_L's header.
+ * Fills OUT (at most MAX), returns the count. */
+static int find_resumers(struct vm *vm, struct thread_snap *ts, uint64_t cur_L, const uint8_t *hdr,
+			 uint64_t *out, uint8_t (*hdrs)[128], int max)
+{
+	const struct lj_objlayout *ol = vm->ol;
+	const struct lj_layout *l = vm->lay;
+	int n = 0;
+	while (n < max) {
+		uint64_t cf = 0;
+		memcpy(&cf, hdr + ol->L_cframe, 8);
+		cf &= ~3ull;
+		/* the thread's outermost cframe: PREV links go up the C stack */
+		for (int k = 0; cf && k < 16; k++) {
+			uint64_t p = 0;
+			if (mem_read_u64(ts->mem, cf + l->cf_prev, &p) < 0)
+				return n;
+			p &= ~3ull;
+			if (!p)
+				break;
+			if (p <= cf || p - cf > (8u << 20))
+				return n;
+			cf = p;
+		}
+		if (!cf)
+			return n;
+		uint64_t y = cf + l->cf_size, L2 = 0;
+		if (lj_read_ref(vm, ts->mem, y + l->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L)
+			return n;
+		for (int k = 0; k < n; k++)
+			if (out[k] == L2)
+				return n;
+		uint64_t lcf = 0;
+		if (mem_read(ts->mem, L2, hdrs[n], ol->L_stacksize + 4) < 0 || hdrs[n][ol->gct] != 6)
+			return n;
+		memcpy(&lcf, hdrs[n] + ol->L_cframe, 8);
+		if ((lcf & ~3ull) != y)
+			return n;
+		out[n] = L2;
+		hdr = hdrs[n++];
+	}
+	return n;
+}
+
+/* Copy the threads below cur_L (find_resumers(), then those the last walk
+ * of this tid met, e.g. a host's thread under lua_resume). */
+static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts,
+			 const struct lj_tidbuf *tb, uint64_t cur_L, const uint8_t *curhdr)
+{
+	uint64_t got[LJ_PARENTS];
+	uint8_t hdrs[LJ_PARENTS][128];
+	int n = find_resumers(vm, ts, cur_L, curhdr, got, hdrs, LJ_PARENTS);
+	for (int i = 0; i < n; i++)
+		if (keep_thread(vm, t, ts, got[i], hdrs[i]) < 0)
+			return;
+	for (int i = 0; i < tb->nparents && n < LJ_PARENTS; i++) {
+		uint64_t L = tb->parents[i];
+		int k = 0;
+		while (k < n && got[k] != L)
+			k++;
+		if (k < n || L == cur_L || mem_read(ts->mem, L, hdrs[n], vm->ol->L_stacksize + 4) < 0)
+			continue;
+		got[n] = L;
+		if (keep_thread(vm, t, ts, L, hdrs[n++]) < 0)
+			return;
+	}
 }
 
 static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
@@ -904,6 +999,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	uint8_t hdr[128];
 	if (!L || mem_read(m, L, hdr, vm->ol->L_stacksize + 4) < 0)
 		return 0;
+	copy_parents(vm, t, ts, tb, L, hdr);
 	uint64_t stack = 0;
 	uint32_t ssz;
 	memcpy(&stack, hdr + vm->ol->L_stack, vm->ol->gcref);
@@ -1149,6 +1245,8 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	struct segwalk sw = { 0 };
 	uint64_t seenL[MAX_SEGS];
 	int nseen = 0;
+	uint64_t met[LJ_PARENTS]; /* threads below cur_L, for copy_parents() */
+	int nmet = 0;
 	int innermost = 1;
 	uint64_t chain_next = 0;
 	if (ts->native.n == 0) {
@@ -1243,6 +1341,13 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
 			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
 			break;
+		}
+		if (have && L != s->cur_L && nmet < LJ_PARENTS) {
+			int k = 0;
+			while (k < nmet && met[k] != L)
+				k++;
+			if (k == nmet)
+				met[nmet++] = L;
 		}
 		int32_t nres = 0;
 		mem_read_u32(c.m, cf + c.l->cf_nres, (uint32_t *)&nres);
@@ -1360,6 +1465,9 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 				continue;
 			}
 			if (!found) {
+				msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d rip %s",
+					  i, innermost, cur, (unsigned)trace_n, (int)synth, (int)(have ? s->vmstate : 99), nc,
+					  in_vm(vm, ts->regs.rip) ? "vm" : "other");
 				rc = FAIL(-LS_E_GARBAGE, "no consistent top frame");
 				break;
 			}
@@ -1393,6 +1501,13 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		innermost = 0;
 	}
 out:
+	if (have) {
+		struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
+		if (tb) {
+			memcpy(tb->parents, met, sizeof met);
+			tb->nparents = nmet;
+		}
+	}
 	if (rc < 0)
 		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
 			  lj_why ? lj_why : "?");

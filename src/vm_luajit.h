@@ -97,6 +97,8 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci);
 #define LJ_PT_CACHE 512
 #define LJ_TID_CACHE 64
 #define LJ_LSTACK_MAX (64u << 10)   /* bytes of Lua stack copied per capture */
+#define LJ_PARENTS 3                /* resumers' stacks copied per capture (snap_copy) */
+#define LJ_PSTACK_MAX (32u << 10)   /* bytes of each resumer's stack copied */
 
 struct lj_fname {                    /* C function / builtin name learned at probe */
 	uint64_t fn;                 /* GCfunc address */
@@ -133,6 +135,8 @@ struct lj_tidbuf {
 	size_t len;
 	uint64_t addr;
 	unsigned age;
+	uint64_t parents[LJ_PARENTS]; /* other threads met in the last walk */
+	int nparents;
 };
 
 struct vm {
