@@ -173,11 +173,21 @@ def work_rate(target, t0, t1):
 
 
 def schedstat_ns(pid):
-    """On-CPU time (user+sys) of PID and all its threads, in ns."""
+    """On-CPU time (user+sys) of PID and all its threads, in ns.
+    /proc/PID/schedstat is the main thread's alone: luaspy's stopper
+    thread (and perf's own threads) would not be counted, so this sums
+    /proc/PID/task/*/schedstat (threads that exit between two readings
+    drop out; luaspy's and perf's live as long as the run)."""
     try:
-        with open("/proc/%d/schedstat" % pid) as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
+        tot = 0
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                    tot += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+        return tot
+    except OSError:
         return None
 
 
@@ -706,7 +716,7 @@ def render(R, cfg):
                 L.append("| %s | %s | %.2f | %.1f | %.1f |" % (rt, c, v["cpu_per_s"] * 100,
                                                              (v["user_per_s"] or 0) * 100, (v["sys_per_s"] or 0) * 100))
         L.append("")
-        L.append("CPU % from /proc/PID/schedstat (ns on CPU); user/sys from /proc/PID/stat (10 ms ticks, coarse).")
+        L.append("CPU % from /proc/PID/task/*/schedstat summed over all threads, luaspy's stopper included (ns on CPU); user/sys from /proc/PID/stat (10 ms ticks, coarse).")
         L.append("")
         for rt, r in R["cpu"].items():
             if "luaspy@100" in r:
