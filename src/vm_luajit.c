@@ -866,15 +866,9 @@ static int keep_thread(struct vm *vm, struct target *t, struct thread_snap *ts, 
 	return 0;
 }
 
-/* The threads below cur_L on this C stack: the coroutines whose
- * coroutine.resume/wrap runs cur_L. A coroutine's first cframe has PREV =
- * NULL, and its resumer's VM frame (the interpreter, running the resume
- * fast function) has its cframe right above, at cf + CFRAME_SIZE, naming
- * the resumer in SAVE_L; the resumer's L->cframe points back at it
- * (lj_vm_resume, vm_x64.dasc; luajit.md 10.3). HDR is cur_L's header.
- * Fills OUT (at most MAX), returns the count. */
-static int find_resumers(struct vm *vm, struct thread_snap *ts, uint64_t cur_L, const uint8_t *hdr,
-			 uint64_t *out, uint8_t (*hdrs)[128], int max)
+/* See vm_luajit.h. */
+int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, const uint8_t *hdr,
+		     uint64_t *out, uint8_t (*hdrs)[128], int max)
 {
 	const struct lj_objlayout *ol = vm->ol;
 	const struct lj_layout *l = vm->lay;
@@ -886,7 +880,7 @@ static int find_resumers(struct vm *vm, struct thread_snap *ts, uint64_t cur_L, 
 		/* the thread's outermost cframe: PREV links go up the C stack */
 		for (int k = 0; cf && k < 16; k++) {
 			uint64_t p = 0;
-			if (mem_read_u64(ts->mem, cf + l->cf_prev, &p) < 0)
+			if (mem_read_u64(m, cf + l->cf_prev, &p) < 0)
 				return n;
 			p &= ~3ull;
 			if (!p)
@@ -898,13 +892,13 @@ static int find_resumers(struct vm *vm, struct thread_snap *ts, uint64_t cur_L, 
 		if (!cf)
 			return n;
 		uint64_t y = cf + l->cf_size, L2 = 0;
-		if (lj_read_ref(vm, ts->mem, y + l->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L)
+		if (lj_read_ref(vm, m, y + l->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L)
 			return n;
 		for (int k = 0; k < n; k++)
 			if (out[k] == L2)
 				return n;
 		uint64_t lcf = 0;
-		if (mem_read(ts->mem, L2, hdrs[n], ol->L_stacksize + 4) < 0 || hdrs[n][ol->gct] != 6)
+		if (mem_read(m, L2, hdrs[n], ol->L_stacksize + 4) < 0 || hdrs[n][ol->gct] != 6)
 			return n;
 		memcpy(&lcf, hdrs[n] + ol->L_cframe, 8);
 		if ((lcf & ~3ull) != y)
@@ -915,14 +909,14 @@ static int find_resumers(struct vm *vm, struct thread_snap *ts, uint64_t cur_L, 
 	return n;
 }
 
-/* Copy the threads below cur_L (find_resumers(), then those the last walk
+/* Copy the threads below cur_L (lj_find_resumers(), then those the last walk
  * of this tid met, e.g. a host's thread under lua_resume). */
 static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts,
 			 const struct lj_tidbuf *tb, uint64_t cur_L, const uint8_t *curhdr)
 {
 	uint64_t got[LJ_PARENTS];
 	uint8_t hdrs[LJ_PARENTS][128];
-	int n = find_resumers(vm, ts, cur_L, curhdr, got, hdrs, LJ_PARENTS);
+	int n = lj_find_resumers(vm, ts->mem, cur_L, curhdr, got, hdrs, LJ_PARENTS);
 	for (int i = 0; i < n; i++)
 		if (keep_thread(vm, t, ts, got[i], hdrs[i]) < 0)
 			return;

@@ -209,6 +209,16 @@ void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 /* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
+/* The threads below CUR_L on one C stack, innermost first: the coroutines
+ * whose coroutine.resume/wrap runs CUR_L. A coroutine's outermost cframe
+ * (PREV = NULL) has its resumer's VM cframe right above it, at cf +
+ * CFRAME_SIZE, naming the resumer in SAVE_L; the resumer's L->cframe
+ * points back (lj_vm_resume in vm_x64.dasc; luajit.md 10.3). HDR is
+ * CUR_L's header as read (L_stacksize + 4 bytes). Reads through M; fills
+ * OUT[i] and, in HDRS[i], that thread's header; at most MAX. Returns how
+ * many were found (0 on a thread resumed from C, or on garbage). */
+int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, const uint8_t *hdr,
+		     uint64_t *out, uint8_t (*hdrs)[128], int max);
 
 /* vm_luajit_image.c: walk a memory image M without a process (fuzzing,
  * tests). With G != 0, G is validated as a global_State of layout LAY

@@ -1,6 +1,7 @@
 /* t_vm_luajit.c: unit tests for the LuaJIT walker over synthetic images:
  * code scanner and layout choice, shortsrc, global_State validation,
- * and a small GC64 stack image walked frame by frame. */
+ * a small GC64 stack image walked frame by frame, and the resumers of a
+ * coroutine found from its cframes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,69 @@ static void test_stack_walk(void)
 	free(vm);
 }
 
+/* lj_find_resumers: three threads on one C stack, main resumed co1
+ * which resumed co2 (running); each coroutine's outermost cframe has PREV
+ * NULL and its resumer's cframe CFRAME_SIZE above it. */
+static void test_resumers(void)
+{
+	const struct lj_layout *lay = &lj_layouts[0];
+	const struct lj_objlayout *ol = &lj_obj_gc64;
+	memset(img, 0, sizeof img);
+	uint64_t mainL = 0x10000, co1 = 0x10100, co2 = 0x10200;
+	/* C stack, innermost first: co2's cframes X0 (a lua_call inside it,
+	 * PREV = X1) and X1 (its resume), co1's at X1 + 80, main's above */
+	uint64_t x0 = 0x18000, x1 = 0x18100, y1 = x1 + lay->cf_size, y2 = y1 + lay->cf_size;
+	uint64_t Ls[3] = { co2, co1, mainL }, cfs[3] = { x0, y1, y2 };
+	for (int i = 0; i < 3; i++) {
+		AT(Ls[i])[ol->gct] = 6;
+		put64(Ls[i] + ol->L_stack, 0x1a000 + 0x400 * (uint64_t)i);
+		put64(Ls[i] + ol->L_top, 0x1a000 + 0x400 * (uint64_t)i + 64);
+		put64(Ls[i] + ol->L_cframe, cfs[i] | (i < 2 ? 1 : 0)); /* CFRAME_RESUME */
+	}
+	put64(x0 + lay->cf_prev, x1);
+	put64(x0 + lay->cf_L, co2);
+	put64(x1 + lay->cf_L, co2);
+	put64(y1 + lay->cf_L, co1);
+	put64(y2 + lay->cf_L, mainL);
+	put64(y2 + lay->cf_prev, 0);
+	/* above main's cframe: a C frame whose word at +cf_L is no thread */
+	put64(y2 + lay->cf_size + lay->cf_L, 0x1f000);
+
+	struct mem_region r = { BASE, img, sizeof img };
+	struct mem_image mi;
+	mem_image_init(&mi, &r, 1);
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->lay = lay;
+	vm->ol = ol;
+	uint64_t out[3];
+	uint8_t hdrs[3][128];
+	int n = lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3);
+	CHECK(n == 2);
+	CHECK(n >= 1 && out[0] == co1);
+	CHECK(n >= 2 && out[1] == mainL);
+	CHECK(n >= 1 && memcmp(hdrs[0], AT(co1), ol->L_stacksize + 4) == 0);
+	/* at most MAX */
+	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 1) == 1);
+	/* running in main: nothing below it */
+	CHECK(lj_find_resumers(vm, &mi.base, mainL, AT(mainL), out, hdrs, 3) == 0);
+	/* the resumer must name the cframe back */
+	put64(co1 + ol->L_cframe, y1 + 8);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3) == 0);
+	put64(co1 + ol->L_cframe, y1);
+	/* a PREV link going down the stack is garbage, and a cycle of
+	 * back to the running thread ends there */
+	put64(x1 + lay->cf_prev, x0);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3) == 0);
+	put64(x1 + lay->cf_prev, 0);
+	put64(y2 + lay->cf_L, co2);
+	n = lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3);
+	CHECK(n == 1 && out[0] == co1);
+	/* SAVE_L outside the image */
+	put64(y1 + lay->cf_L, 0x7f0000000000ull);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3) == 0);
+	free(vm);
+}
+
 int main(void)
 {
 	test_code_derive();
@@ -298,6 +362,7 @@ int main(void)
 	test_layout_rows();
 	test_image();
 	test_stack_walk();
+	test_resumers();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;
