@@ -115,7 +115,9 @@ int cmd_dump(struct cli_opts *o)
 			continue; /* gone since listing */
 		for (int k = 0; k < DUMP_RETRIES; k++) {
 			rc = sampler_sample_thread(t, th[i].tid, state, -1, &so, &ts, &st, &info, NULL);
-			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE)
+			/* again after a torn read, or once the walker could look
+			 * for a state it did not know (not while the thread was held) */
+			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
 				break;
 		}
 		if (rc == -LS_E_GONE)

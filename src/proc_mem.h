@@ -38,7 +38,7 @@ void proc_mem_close(struct proc_mem *m);
 /* Overlay: reads inside one of its regions come from the copy taken
  * while the thread was stopped (the top of the C stack, Lua stack slots,
  * VM state), everything else from UNDER. Regions do not overlap. */
-#define MEM_OVERLAY_REGIONS 12
+#define MEM_OVERLAY_REGIONS 20
 struct mem_overlay {
 	struct mem base;
 	struct mem *under;

@@ -230,8 +230,10 @@ static int stop_window(void *arg)
 	}
 	if (rc == 0 && j->o->walk_stopped) {
 		uint64_t tw = time_now_ns();
+		ts->held = 1;
 		rc = walk(t, j->o, ts, j->out, j->info);
 		j->walk_ns = time_now_ns() - tw;
+		ts->held = 0;
 	}
 	j->stopped_ns = time_now_ns() - t0;
 	j->group_stop = st.group_stop;
@@ -256,6 +258,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 	ts->state = state;
 	ts->stack_len = 0;
 	ts->xlen = 0;
+	ts->held = 0;
 	memset(&ts->regs, 0, sizeof ts->regs);
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	if (stats)
@@ -283,7 +286,17 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 	}
 	if (rc == 0 && j.group_stop && !o->walk_stopped)
 		rc = -LS_E_BUSY; /* someone else stopped it: not running, no sample */
-	if (rc < 0 || o->walk_stopped)
+	if (o->walk_stopped) {
+		/* what the walk could not do while the thread was held */
+		if (info->discover && t->vm && t->vm_ops->discover) {
+			uint64_t td = time_now_ns();
+			t->vm_ops->discover(t->vm, t);
+			msg_debug(1, "tid %d: state discovery after the release: %.1f ms", (int)ts->tid,
+				  (time_now_ns() - td) / 1e6);
+		}
+		return rc;
+	}
+	if (rc < 0)
 		return rc;
 	uint64_t tw = time_now_ns();
 	rc = walk(t, o, ts, out, info);

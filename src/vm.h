@@ -46,6 +46,9 @@ struct thread_snap {
 	struct native_stack native;     /* unwound native frames, innermost first */
 	uint8_t vm_data[512];           /* walker-private data from capture() */
 	uint8_t *xbuf;                  /* copies made by snap_copy() while stopped */
+	int held;                       /* the walk runs while the thread is stopped
+	                                 * (--blocking, dump): no heap scans now, ask
+	                                 * for them with walk_info.discover */
 	size_t xlen;                    /* bytes of xbuf in use (capacity SNAP_COPY_MAX) */
 };
 
@@ -54,7 +57,7 @@ struct thread_snap {
 /* For capture(): while the thread is stopped, copy LEN bytes at target
  * ADDR (e.g. the Lua stack slots in use, a CallInfo chain) so that later
  * reads of that range through TS->mem see this consistent copy instead of
- * the running target. At most SNAP_COPY_MAX bytes per sample and 11
+ * the running target. At most SNAP_COPY_MAX bytes per sample and 19
  * regions besides the C stack. Returns bytes copied (may be short at an
  * unmapped end) or -LS_E_* (-LS_E_NOMEM when the budget is spent). */
 ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_t len);
@@ -70,6 +73,8 @@ struct walk_info {
 	                                 * "trace exit", "recording", "trace", "idle"... or NULL */
 	int trace;                      /* JIT trace number running, 0 = none */
 	int lua_frames;                 /* Lua frames emitted (0: thread not in Lua) */
+	int discover;                   /* the walk found no state and wants vm_ops
+	                                 * discover() once the thread is released */
 };
 
 struct vm;
@@ -100,6 +105,11 @@ struct vm_ops {
 			  void (*fn)(void *arg, uint64_t addr, const char *status,
 				     const struct stack *st),
 			  void *arg);
+	/* Optional: state discovery too slow to run while a thread is held
+	 * (a heap scan, up to hundreds of ms on a large heap). A walk with
+	 * TS->held set that needs it sets INFO->discover instead; the sampler
+	 * calls this after releasing the thread. May be NULL. */
+	void (*discover)(struct vm *vm, struct target *t);
 	void (*close)(struct vm *vm);
 };
 

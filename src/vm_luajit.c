@@ -812,7 +812,7 @@ static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 	old->tid = tid;
 	old->g = 0;
 	old->len = 0;
-	old->nparents = 0;
+	old->nrecent = 0;
 	return old;
 }
 
@@ -847,8 +847,8 @@ static int on_trace_gc64(const struct vm *vm, struct target *t, uint64_t pc)
 
 /* Keep, while the thread is stopped, the header HDR (just read) and the
  * slots in use of thread L: the walk reads them after the thread runs on,
- * and a resumer's base moves whenever its coroutine yields. 0 or -1 when
- * HDR is no thread's or the copy budget is spent. */
+ * and a resumer's base moves whenever its coroutine yields. 0, -1 when HDR
+ * is no thread's, -2 when the copy budget is spent. */
 static int keep_thread(struct vm *vm, struct target *t, struct thread_snap *ts, uint64_t L,
 		       const uint8_t *hdr)
 {
@@ -862,23 +862,45 @@ static int keep_thread(struct vm *vm, struct target *t, struct thread_snap *ts, 
 	/* the slots in use and two above (a frame's function and link) */
 	uint64_t end = top + 16, lo = end - stack > LJ_PSTACK_MAX ? end - LJ_PSTACK_MAX : stack;
 	if (snap_keep(ts, L, hdr, ol->L_stacksize + 4) < 0 || snap_copy(t, ts, lo, end - lo) < 0)
-		return -1;
+		return -2;
 	return 0;
 }
 
+/* Is the cframe at Y a resumer's: SAVE_L a thread (not CUR_L, not one of
+ * OUT[0..N)) whose L->cframe is Y? Its header goes to HDR. */
+static int resumer_at(struct vm *vm, struct mem *m, uint64_t y, uint64_t cur_L,
+		      const uint64_t *out, int n, uint8_t *hdr, uint64_t *L)
+{
+	const struct lj_objlayout *ol = vm->ol;
+	uint64_t L2 = 0, lcf = 0;
+	if (lj_read_ref(vm, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L)
+		return 0;
+	for (int k = 0; k < n; k++)
+		if (out[k] == L2)
+			return 0;
+	if (mem_read(m, L2, hdr, ol->L_stacksize + 4) < 0 || hdr[ol->gct] != 6)
+		return 0;
+	memcpy(&lcf, hdr + ol->L_cframe, 8);
+	if ((lcf & ~3ull) != y)
+		return 0;
+	*L = L2;
+	return 1;
+}
+
 /* See vm_luajit.h. */
-int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, const uint8_t *hdr,
-		     uint64_t *out, uint8_t (*hdrs)[128], int max)
+int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main_L,
+		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max)
 {
 	const struct lj_objlayout *ol = vm->ol;
 	const struct lj_layout *l = vm->lay;
+	uint64_t L = cur_L;
 	int n = 0;
-	while (n < max) {
+	while (n < max && L != main_L) {
 		uint64_t cf = 0;
 		memcpy(&cf, hdr + ol->L_cframe, 8);
 		cf &= ~3ull;
 		/* the thread's outermost cframe: PREV links go up the C stack */
-		for (int k = 0; cf && k < 16; k++) {
+		for (int k = 0; cf && k < 64; k++) {
 			uint64_t p = 0;
 			if (mem_read_u64(m, cf + l->cf_prev, &p) < 0)
 				return n;
@@ -891,45 +913,64 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, const uint8_t
 		}
 		if (!cf)
 			return n;
+		/* resumed by coroutine.resume/wrap: the resumer's VM frame is
+		 * right above; resumed from C (lua_resume in a C function the
+		 * resumer called): its cframe is further up, past the C frames.
+		 * Look at most RESUME_SCAN bytes up, reading the heads of at
+		 * most RESUME_TRIES candidate threads. */
 		uint64_t y = cf + l->cf_size, L2 = 0;
-		if (lj_read_ref(vm, m, y + l->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L)
-			return n;
-		for (int k = 0; k < n; k++)
-			if (out[k] == L2)
+		int found = resumer_at(vm, m, y, cur_L, out, n, hdrs[n], &L2);
+		for (int d = 8, tries = 0; !found && d <= RESUME_SCAN && tries < RESUME_TRIES; d += 8) {
+			uint64_t c = 0, prev = 0;
+			if (lj_read_ref(vm, m, y + d + l->cf_L, &c) < 0 ||
+			    mem_read_u64(m, y + d + l->cf_prev, &prev) < 0)
 				return n;
-		uint64_t lcf = 0;
-		if (mem_read(m, L2, hdrs[n], ol->L_stacksize + 4) < 0 || hdrs[n][ol->gct] != 6)
-			return n;
-		memcpy(&lcf, hdrs[n] + ol->L_cframe, 8);
-		if ((lcf & ~3ull) != y)
+			prev &= ~3ull;
+			if (!c || (c & 7) || c == cur_L || c >= (1ull << 47) ||
+			    (prev && (prev <= y + d || prev - (y + d) > (8u << 20))))
+				continue;
+			tries++;
+			found = resumer_at(vm, m, y + d, cur_L, out, n, hdrs[n], &L2);
+		}
+		if (!found)
 			return n;
 		out[n] = L2;
 		hdr = hdrs[n++];
+		L = L2;
 	}
 	return n;
 }
 
-/* Copy the threads below cur_L (lj_find_resumers(), then those the last walk
- * of this tid met, e.g. a host's thread under lua_resume). */
+/* Copy the threads below cur_L: its resumers (lj_find_resumers()), then
+ * the threads the last walks of this tid met, latest first (a thread
+ * resumed from C, e.g. by a host's lua_resume, names no resumer on the C
+ * stack). At most LJ_PARENTS. */
 static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts,
 			 const struct lj_tidbuf *tb, uint64_t cur_L, const uint8_t *curhdr)
 {
 	uint64_t got[LJ_PARENTS];
 	uint8_t hdrs[LJ_PARENTS][128];
-	int n = lj_find_resumers(vm, ts->mem, cur_L, curhdr, got, hdrs, LJ_PARENTS);
+	uint64_t main_L = 0;
+	const struct lj_snap *s = (const struct lj_snap *)ts->vm_data;
+	if (lj_read_ref(vm, ts->mem, s->g + vm->lay->g_mainthref, &main_L) < 0)
+		main_L = 0;
+	int n = lj_find_resumers(vm, ts->mem, cur_L, main_L, curhdr, got, hdrs, LJ_PARENTS);
 	for (int i = 0; i < n; i++)
-		if (keep_thread(vm, t, ts, got[i], hdrs[i]) < 0)
+		if (keep_thread(vm, t, ts, got[i], hdrs[i]) == -2)
 			return;
-	for (int i = 0; i < tb->nparents && n < LJ_PARENTS; i++) {
-		uint64_t L = tb->parents[i];
+	for (int i = 0; i < tb->nrecent && n < LJ_PARENTS; i++) {
+		uint64_t L = tb->recent[i];
 		int k = 0;
 		while (k < n && got[k] != L)
 			k++;
 		if (k < n || L == cur_L || mem_read(ts->mem, L, hdrs[n], vm->ol->L_stacksize + 4) < 0)
 			continue;
 		got[n] = L;
-		if (keep_thread(vm, t, ts, L, hdrs[n++]) < 0)
+		int rc = keep_thread(vm, t, ts, L, hdrs[n]);
+		if (rc == -2)
 			return;
+		if (rc == 0)
+			n++;
 	}
 }
 
@@ -1239,7 +1280,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	struct segwalk sw = { 0 };
 	uint64_t seenL[MAX_SEGS];
 	int nseen = 0;
-	uint64_t met[LJ_PARENTS]; /* threads below cur_L, for copy_parents() */
+	uint64_t met[LJ_RECENT]; /* threads met, innermost first, for copy_parents() */
 	int nmet = 0;
 	int innermost = 1;
 	uint64_t chain_next = 0;
@@ -1336,7 +1377,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
 			break;
 		}
-		if (have && L != s->cur_L && nmet < LJ_PARENTS) {
+		if (have && nmet < LJ_RECENT) {
 			int k = 0;
 			while (k < nmet && met[k] != L)
 				k++;
@@ -1498,8 +1539,17 @@ out:
 	if (have) {
 		struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
 		if (tb) {
-			memcpy(tb->parents, met, sizeof met);
-			tb->nparents = nmet;
+			/* this walk's threads first, then the older ones it did
+			 * not meet (a failed walk forgets nothing) */
+			for (int i = 0; i < tb->nrecent && nmet < LJ_RECENT; i++) {
+				int k = 0;
+				while (k < nmet && met[k] != tb->recent[i])
+					k++;
+				if (k == nmet)
+					met[nmet++] = tb->recent[i];
+			}
+			memcpy(tb->recent, met, (size_t)nmet * sizeof *met);
+			tb->nrecent = nmet;
 		}
 	}
 	if (rc < 0)
@@ -1695,19 +1745,33 @@ static void lj_close(struct vm *vm)
  * most 10 s apart) while none turns up (a launched program creates its
  * state later; a scan costs up to a second on a big heap). The thread
  * runs again by now; the sample itself keeps what the walk found. */
+/* No state known yet (record/top skip the probe's heap scan) and the
+ * backoff since the last scan has run out? */
+static int scan_due(const struct vm *vm, const struct target *t)
+{
+	return vm->ng == 0 && t->sym && vm_probe_quick &&
+	       (!vm->scan_ns || time_now_ns() - vm->scan_ns >= vm->scan_wait_ns);
+}
+
+static void lj_discover(struct vm *vm, struct target *t)
+{
+	if (!scan_due(vm, t))
+		return;
+	vm->scan_ns = time_now_ns();
+	vm->scan_wait_ns = !vm->scan_wait_ns ? SCAN_FIRST_NS :
+			   vm->scan_wait_ns < SCAN_MAX_NS / 2 ? vm->scan_wait_ns * 2 : SCAN_MAX_NS;
+	lj_scan_heap(vm, t);
+}
+
 static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *ts,
 			   struct stack *out, struct walk_info *info)
 {
 	int rc = lj_walk(vm, t, ts, out, info);
-	if (vm->ng == 0 && t->sym && vm_probe_quick) {
-		uint64_t now = time_now_ns();
-		if (!vm->scan_ns || now - vm->scan_ns >= vm->scan_wait_ns) {
-			vm->scan_ns = now;
-			vm->scan_wait_ns = !vm->scan_wait_ns ? SCAN_FIRST_NS :
-					   vm->scan_wait_ns < SCAN_MAX_NS / 2 ? vm->scan_wait_ns * 2 :
-					   SCAN_MAX_NS;
-			lj_scan_heap(vm, t);
-		}
+	if (scan_due(vm, t)) {
+		if (ts->held)
+			info->discover = 1;
+		else
+			lj_discover(vm, t);
 	}
 	return rc;
 }
@@ -1719,5 +1783,6 @@ const struct vm_ops vm_luajit_ops = {
 	.walk = lj_walk_or_scan,
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
+	.discover = lj_discover,
 	.close = lj_close,
 };

@@ -97,7 +97,10 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci);
 #define LJ_PT_CACHE 512
 #define LJ_TID_CACHE 64
 #define LJ_LSTACK_MAX (64u << 10)   /* bytes of Lua stack copied per capture */
-#define LJ_PARENTS 3                /* resumers' stacks copied per capture (snap_copy) */
+#define LJ_PARENTS 8                /* threads besides cur_L copied per capture (snap_copy) */
+#define LJ_RECENT 8                 /* threads remembered per tid for the next capture */
+#define RESUME_SCAN 4096            /* bytes of C frames looked through for a resumer */
+#define RESUME_TRIES 8              /* candidate resumers read per C boundary */
 #define LJ_PSTACK_MAX (32u << 10)   /* bytes of each resumer's stack copied */
 
 struct lj_fname {                    /* C function / builtin name learned at probe */
@@ -135,8 +138,8 @@ struct lj_tidbuf {
 	size_t len;
 	uint64_t addr;
 	unsigned age;
-	uint64_t parents[LJ_PARENTS]; /* other threads met in the last walk */
-	int nparents;
+	uint64_t recent[LJ_RECENT];  /* threads the last walks met, latest first */
+	int nrecent;
 };
 
 struct vm {
@@ -209,16 +212,19 @@ void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 /* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
-/* The threads below CUR_L on one C stack, innermost first: the coroutines
- * whose coroutine.resume/wrap runs CUR_L. A coroutine's outermost cframe
- * (PREV = NULL) has its resumer's VM cframe right above it, at cf +
- * CFRAME_SIZE, naming the resumer in SAVE_L; the resumer's L->cframe
- * points back (lj_vm_resume in vm_x64.dasc; luajit.md 10.3). HDR is
- * CUR_L's header as read (L_stacksize + 4 bytes). Reads through M; fills
- * OUT[i] and, in HDRS[i], that thread's header; at most MAX. Returns how
- * many were found (0 on a thread resumed from C, or on garbage). */
-int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, const uint8_t *hdr,
-		     uint64_t *out, uint8_t (*hdrs)[128], int max);
+/* The threads below CUR_L on one C stack, innermost first: the threads
+ * whose coroutine.resume/wrap, or a C function's lua_resume, runs CUR_L.
+ * A coroutine's outermost cframe (PREV = NULL) has its resumer's VM
+ * cframe right above it, at cf + CFRAME_SIZE (coroutine.resume), or within
+ * RESUME_SCAN bytes above that (C frames in between), naming the resumer
+ * in SAVE_L; the resumer's L->cframe points back (lj_vm_resume in
+ * vm_x64.dasc; luajit.md 10.3). The search stops at MAIN_L (the state's
+ * main thread: nothing resumes it; 0 = unknown). HDR is CUR_L's header as
+ * read (L_stacksize + 4 bytes). Reads through M; fills OUT[i] and, in
+ * HDRS[i], that thread's header; at most MAX. Returns how many were found
+ * (0 on garbage). */
+int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main_L,
+		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max);
 
 /* vm_luajit_image.c: walk a memory image M without a process (fuzzing,
  * tests). With G != 0, G is validated as a global_State of layout LAY

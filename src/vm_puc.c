@@ -1503,6 +1503,19 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 
 /* Lua-only walks (no native stack to stay consistent with) re-read a
  * chain that turned out torn, like capture() does. */
+/* A state (when none is known) and the coroutine list, from the heap:
+ * luaV_execute was on a stack with no state or coroutine known for it. */
+static void puc_discover(struct vm *vm, struct target *t)
+{
+	int before = vm->nstates;
+	if (vm->nstates == 0)
+		find_states(vm, t);
+	for (int k = before; k < vm->nstates; k++)
+		load_cnames(vm, t, vm->states[k]);
+	set_co_names(vm);
+	refresh_coros(vm, &t->mem.base);
+}
+
 static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
 		    struct walk_info *info)
 {
@@ -1539,15 +1552,10 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 		uint64_t now = now_ns();
 		if ((in_lua || vm->nstates == 0) &&
 		    now - vm->coros_ns > (vm->nstates ? 1000000000ull : 200000000ull)) {
-			if (vm->nstates == 0 || in_lua) {
-				int before = vm->nstates;
-				if (vm->nstates == 0)
-					find_states(vm, t);
-				for (int k = before; k < vm->nstates; k++)
-					load_cnames(vm, t, vm->states[k]);
-				set_co_names(vm);
-			}
-			refresh_coros(vm, &t->mem.base);
+			if (ts->held)
+				info->discover = 1; /* a heap scan: not while held */
+			else
+				puc_discover(vm, t);
 		}
 		return merge_stacks(t->sym, ns, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
 	}
@@ -1928,6 +1936,7 @@ const struct vm_ops vm_puc_ops = {
 	.probe = puc_probe,
 	.capture = puc_capture,
 	.walk = puc_walk,
+	.discover = puc_discover,
 	.describe = puc_describe,
 	.coroutines = puc_coroutines,
 	.close = puc_close,

@@ -292,9 +292,9 @@ static void test_stack_walk(void)
 	free(vm);
 }
 
-/* lj_find_resumers: three threads on one C stack, main resumed co1
- * which resumed co2 (running); each coroutine's outermost cframe has PREV
- * NULL and its resumer's cframe CFRAME_SIZE above it. */
+/* lj_find_resumers: three threads on one C stack, main resumed co1 (from
+ * C: lua_resume in a C function, C frames between the cframes) which
+ * resumed co2 (coroutine.resume: cframes adjacent); co2 runs. */
 static void test_resumers(void)
 {
 	const struct lj_layout *lay = &lj_layouts[0];
@@ -302,8 +302,10 @@ static void test_resumers(void)
 	memset(img, 0, sizeof img);
 	uint64_t mainL = 0x10000, co1 = 0x10100, co2 = 0x10200;
 	/* C stack, innermost first: co2's cframes X0 (a lua_call inside it,
-	 * PREV = X1) and X1 (its resume), co1's at X1 + 80, main's above */
-	uint64_t x0 = 0x18000, x1 = 0x18100, y1 = x1 + lay->cf_size, y2 = y1 + lay->cf_size;
+	 * PREV = X1) and X1 (its resume), co1's Y1 right above X1, then 200
+	 * bytes of C frames (one word there looks like a thread: 0x1f000),
+	 * then main's Y2 */
+	uint64_t x0 = 0x18000, x1 = 0x18100, y1 = x1 + lay->cf_size, y2 = y1 + lay->cf_size + 200;
 	uint64_t Ls[3] = { co2, co1, mainL }, cfs[3] = { x0, y1, y2 };
 	for (int i = 0; i < 3; i++) {
 		AT(Ls[i])[ol->gct] = 6;
@@ -315,10 +317,8 @@ static void test_resumers(void)
 	put64(x0 + lay->cf_L, co2);
 	put64(x1 + lay->cf_L, co2);
 	put64(y1 + lay->cf_L, co1);
+	put64(y1 + lay->cf_size + 40 + lay->cf_L, 0x1f000);
 	put64(y2 + lay->cf_L, mainL);
-	put64(y2 + lay->cf_prev, 0);
-	/* above main's cframe: a C frame whose word at +cf_L is no thread */
-	put64(y2 + lay->cf_size + lay->cf_L, 0x1f000);
 
 	struct mem_region r = { BASE, img, sizeof img };
 	struct mem_image mi;
@@ -328,30 +328,43 @@ static void test_resumers(void)
 	vm->ol = ol;
 	uint64_t out[3];
 	uint8_t hdrs[3][128];
-	int n = lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3);
+	int n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
 	CHECK(n == 2);
 	CHECK(n >= 1 && out[0] == co1);
 	CHECK(n >= 2 && out[1] == mainL);
 	CHECK(n >= 1 && memcmp(hdrs[0], AT(co1), ol->L_stacksize + 4) == 0);
 	/* at most MAX */
-	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 1) == 1);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 1) == 1);
 	/* running in main: nothing below it */
-	CHECK(lj_find_resumers(vm, &mi.base, mainL, AT(mainL), out, hdrs, 3) == 0);
-	/* the resumer must name the cframe back */
-	put64(co1 + ol->L_cframe, y1 + 8);
-	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3) == 0);
-	put64(co1 + ol->L_cframe, y1);
-	/* a PREV link going down the stack is garbage, and a cycle of
-	 * back to the running thread ends there */
-	put64(x1 + lay->cf_prev, x0);
-	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3) == 0);
-	put64(x1 + lay->cf_prev, 0);
-	put64(y2 + lay->cf_L, co2);
-	n = lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3);
+	CHECK(lj_find_resumers(vm, &mi.base, mainL, mainL, AT(mainL), out, hdrs, 3) == 0);
+	/* main unknown: the search above main's cframe finds nothing */
+	CHECK(lj_find_resumers(vm, &mi.base, co2, 0, AT(co2), out, hdrs, 3) == 2);
+	/* C frames deeper than RESUME_SCAN hide main */
+	put64(y2 + lay->cf_L, 0);
+	put64(y1 + lay->cf_size + RESUME_SCAN + 8 + lay->cf_L, mainL);
+	put64(mainL + ol->L_cframe, y1 + lay->cf_size + RESUME_SCAN + 8);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
 	CHECK(n == 1 && out[0] == co1);
-	/* SAVE_L outside the image */
-	put64(y1 + lay->cf_L, 0x7f0000000000ull);
-	CHECK(lj_find_resumers(vm, &mi.base, co2, AT(co2), out, hdrs, 3) == 0);
+	put64(y1 + lay->cf_size + RESUME_SCAN + 8 + lay->cf_L, 0);
+	put64(y2 + lay->cf_L, mainL);
+	put64(mainL + ol->L_cframe, y2);
+	/* a thread that does not name the cframe back is passed over */
+	put64(co1 + ol->L_cframe, y1 + 8);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	CHECK(n == 1 && out[0] == mainL);
+	put64(co1 + ol->L_cframe, y1);
+	/* a PREV link going down the stack is garbage */
+	put64(x1 + lay->cf_prev, x0);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3) == 0);
+	put64(x1 + lay->cf_prev, 0);
+	/* a SAVE_L back to the running thread, or outside the image, is no
+	 * resumer */
+	put64(y2 + lay->cf_L, co2);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	CHECK(n == 1 && out[0] == co1);
+	put64(y2 + lay->cf_L, 0x7f0000000000ull);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	CHECK(n == 1 && out[0] == co1);
 	free(vm);
 }
 
