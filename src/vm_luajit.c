@@ -813,6 +813,7 @@ static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 	old->g = 0;
 	old->len = 0;
 	old->nrecent = 0;
+	old->noscan = 0;
 	return old;
 }
 
@@ -889,7 +890,8 @@ static int resumer_at(struct vm *vm, struct mem *m, uint64_t y, uint64_t cur_L,
 
 /* See vm_luajit.h. */
 int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main_L,
-		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max)
+		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max,
+		     uint64_t *noscan)
 {
 	const struct lj_objlayout *ol = vm->ol;
 	const struct lj_layout *l = vm->lay;
@@ -920,6 +922,8 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
 		 * most RESUME_TRIES candidate threads. */
 		uint64_t y = cf + l->cf_size, L2 = 0;
 		int found = resumer_at(vm, m, y, cur_L, out, n, hdrs[n], &L2);
+		if (!found && noscan && *noscan == cf)
+			return n; /* scanned there last time, in vain */
 		for (int d = 8, tries = 0; !found && d <= RESUME_SCAN && tries < RESUME_TRIES; d += 8) {
 			uint64_t c = 0, prev = 0;
 			if (lj_read_ref(vm, m, y + d + l->cf_L, &c) < 0 ||
@@ -932,8 +936,11 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
 			tries++;
 			found = resumer_at(vm, m, y + d, cur_L, out, n, hdrs[n], &L2);
 		}
-		if (!found)
+		if (!found) {
+			if (noscan)
+				*noscan = cf;
 			return n;
+		}
 		out[n] = L2;
 		hdr = hdrs[n++];
 		L = L2;
@@ -946,7 +953,7 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
  * resumed from C, e.g. by a host's lua_resume, names no resumer on the C
  * stack). At most LJ_PARENTS. */
 static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts,
-			 const struct lj_tidbuf *tb, uint64_t cur_L, const uint8_t *curhdr)
+			 struct lj_tidbuf *tb, uint64_t cur_L, const uint8_t *curhdr)
 {
 	uint64_t got[LJ_PARENTS];
 	uint8_t hdrs[LJ_PARENTS][128];
@@ -954,7 +961,14 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 	const struct lj_snap *s = (const struct lj_snap *)ts->vm_data;
 	if (lj_read_ref(vm, ts->mem, s->g + vm->lay->g_mainthref, &main_L) < 0)
 		main_L = 0;
-	int n = lj_find_resumers(vm, ts->mem, cur_L, main_L, curhdr, got, hdrs, LJ_PARENTS);
+	/* a host that resumes from C (nginx: lua_resume from its event loop)
+	 * has no resumer above the coroutine: scan there once in a while */
+	if (++tb->noscan_uses > 64) {
+		tb->noscan = 0;
+		tb->noscan_uses = 0;
+	}
+	int n = lj_find_resumers(vm, ts->mem, cur_L, main_L, curhdr, got, hdrs, LJ_PARENTS,
+				 &tb->noscan);
 	for (int i = 0; i < n; i++)
 		if (keep_thread(vm, t, ts, got[i], hdrs[i]) == -2)
 			return;

@@ -140,6 +140,8 @@ struct lj_tidbuf {
 	unsigned age;
 	uint64_t recent[LJ_RECENT];  /* threads the last walks met, latest first */
 	int nrecent;
+	uint64_t noscan;             /* outermost cframe whose C frames held no resumer */
+	unsigned noscan_uses;        /* captures since noscan was last cleared */
 };
 
 struct vm {
@@ -221,10 +223,13 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
  * vm_x64.dasc; luajit.md 10.3). The search stops at MAIN_L (the state's
  * main thread: nothing resumes it; 0 = unknown). HDR is CUR_L's header as
  * read (L_stacksize + 4 bytes). Reads through M; fills OUT[i] and, in
- * HDRS[i], that thread's header; at most MAX. Returns how many were found
- * (0 on garbage). */
+ * HDRS[i], that thread's header; at most MAX. NOSCAN (or NULL): the
+ * outermost cframe where the scan past C frames last found nothing; that
+ * scan is skipped there, and *NOSCAN is set where it fails. Returns how
+ * many were found (0 on garbage). */
 int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main_L,
-		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max);
+		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max,
+		     uint64_t *noscan);
 
 /* vm_luajit_image.c: walk a memory image M without a process (fuzzing,
  * tests). With G != 0, G is validated as a global_State of layout LAY

@@ -328,42 +328,52 @@ static void test_resumers(void)
 	vm->ol = ol;
 	uint64_t out[3];
 	uint8_t hdrs[3][128];
-	int n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	int n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 2);
 	CHECK(n >= 1 && out[0] == co1);
 	CHECK(n >= 2 && out[1] == mainL);
 	CHECK(n >= 1 && memcmp(hdrs[0], AT(co1), ol->L_stacksize + 4) == 0);
 	/* at most MAX */
-	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 1) == 1);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 1, NULL) == 1);
 	/* running in main: nothing below it */
-	CHECK(lj_find_resumers(vm, &mi.base, mainL, mainL, AT(mainL), out, hdrs, 3) == 0);
+	CHECK(lj_find_resumers(vm, &mi.base, mainL, mainL, AT(mainL), out, hdrs, 3, NULL) == 0);
+	/* a scan that found nothing is skipped at the same cframe next time */
+	uint64_t noscan = 0;
+	put64(y2 + lay->cf_L, 0);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, &noscan) == 1);
+	CHECK(noscan == y1);
+	put64(y2 + lay->cf_L, mainL);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, &noscan) == 1);
+	noscan = 0;
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, &noscan) == 2);
+	CHECK(noscan == 0);
 	/* main unknown: the search above main's cframe finds nothing */
-	CHECK(lj_find_resumers(vm, &mi.base, co2, 0, AT(co2), out, hdrs, 3) == 2);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, 0, AT(co2), out, hdrs, 3, NULL) == 2);
 	/* C frames deeper than RESUME_SCAN hide main */
 	put64(y2 + lay->cf_L, 0);
 	put64(y1 + lay->cf_size + RESUME_SCAN + 8 + lay->cf_L, mainL);
 	put64(mainL + ol->L_cframe, y1 + lay->cf_size + RESUME_SCAN + 8);
-	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 1 && out[0] == co1);
 	put64(y1 + lay->cf_size + RESUME_SCAN + 8 + lay->cf_L, 0);
 	put64(y2 + lay->cf_L, mainL);
 	put64(mainL + ol->L_cframe, y2);
 	/* a thread that does not name the cframe back is passed over */
 	put64(co1 + ol->L_cframe, y1 + 8);
-	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 1 && out[0] == mainL);
 	put64(co1 + ol->L_cframe, y1);
 	/* a PREV link going down the stack is garbage */
 	put64(x1 + lay->cf_prev, x0);
-	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3) == 0);
+	CHECK(lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL) == 0);
 	put64(x1 + lay->cf_prev, 0);
 	/* a SAVE_L back to the running thread, or outside the image, is no
 	 * resumer */
 	put64(y2 + lay->cf_L, co2);
-	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 1 && out[0] == co1);
 	put64(y2 + lay->cf_L, 0x7f0000000000ull);
-	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3);
+	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 1 && out[0] == co1);
 	free(vm);
 }
