@@ -1,7 +1,8 @@
 /* fuzz/fuzz_luajit.c: libFuzzer target for the LuaJIT 2.1 walker over
  * synthetic memory images (lj_walk_image: global_State validation,
  * registry/_LOADED name learning, one thread's frames with names and
- * lines). Corrupted pointers, link cycles, huge sizes and wrong tags
+ * lines; the search for resumers from its cframes). Corrupted pointers,
+ * link cycles, huge sizes and wrong tags
  * must give an error or frames, never a crash, a hang or a read outside
  * the image.
  *
@@ -74,6 +75,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct frame fr[MAXF];
 	int k = lj_walk_image(lay, &im.base, g, L, fr, MAXF);
 	if (k > MAXF)
+		abort();
+	/* the threads below the main lua_State's cframes (capture's search
+	 * for resumers), main thread unknown */
+	uint64_t res[4];
+	int nr = lj_resumers_image(lay, &im.base, A[0], 0, res, 4);
+	if (nr > 4)
 		abort();
 	size_t sum = 0;
 	for (int i = 0; i < k; i++) {

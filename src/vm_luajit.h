@@ -239,6 +239,11 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
  * into OUT (at most MAX). Count or -LS_E_* (-LS_E_GARBAGE: G refused). */
 int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64_t L,
 		  struct frame *out, int max);
+/* lj_find_resumers() over a memory image (fuzzing, tests): L's header
+ * read from M, main thread MAIN_L (0 = unknown). Fills OUT (at most MAX);
+ * returns the count, or -LS_E_* when L's header can't be read. */
+int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, uint64_t main_L,
+		      uint64_t *out, int max);
 
 /* small helpers shared by the walker */
 static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)

@@ -24,3 +24,23 @@ int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64
 	free(vm);
 	return rc;
 }
+
+int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, uint64_t main_L,
+		      uint64_t *out, int max)
+{
+	struct vm *vm = calloc(1, sizeof *vm);
+	uint8_t (*hdrs)[128] = calloc(max > 0 ? (size_t)max : 1, 128);
+	uint8_t hdr[128];
+	int rc = -LS_E_NOMEM;
+	if (vm && hdrs) {
+		vm->lay = lay;
+		vm->ol = (lay->flags & LJL_GC64) ? &lj_obj_gc64 : &lj_obj_32;
+		uint64_t noscan = 0;
+		rc = mem_read(m, L, hdr, vm->ol->L_stacksize + 4);
+		if (rc == 0)
+			rc = lj_find_resumers(vm, m, L, main_L, hdr, out, hdrs, max, &noscan);
+	}
+	free(hdrs);
+	free(vm);
+	return rc;
+}
