@@ -46,10 +46,10 @@ struct thread_snap {
 	struct native_stack native;     /* unwound native frames, innermost first */
 	uint8_t vm_data[512];           /* walker-private data from capture() */
 	uint8_t *xbuf;                  /* copies made by snap_copy() while stopped */
+	size_t xlen;                    /* bytes of xbuf in use (capacity SNAP_COPY_MAX) */
 	int held;                       /* the walk runs while the thread is stopped
 	                                 * (--blocking, dump): no heap scans now, ask
 	                                 * for them with walk_info.discover */
-	size_t xlen;                    /* bytes of xbuf in use (capacity SNAP_COPY_MAX) */
 };
 
 #define SNAP_COPY_MAX (256u * 1024)    /* bytes snap_copy() may copy per sample */

@@ -846,6 +846,15 @@ static int on_trace_gc64(const struct vm *vm, struct target *t, uint64_t pc)
 	return (m->perms & MAP_X) && !proc_map_is_file(m) && m->path[0] != '[';
 }
 
+/* Is V one of A[0..N)? */
+static int in_list(const uint64_t *a, int n, uint64_t v)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] == v)
+			return 1;
+	return 0;
+}
+
 /* Keep, while the thread is stopped, the header HDR (just read) and the
  * slots in use of thread L: the walk reads them after the thread runs on,
  * and a resumer's base moves whenever its coroutine yields. 0, -1 when HDR
@@ -874,11 +883,9 @@ static int resumer_at(struct vm *vm, struct mem *m, uint64_t y, uint64_t cur_L,
 {
 	const struct lj_objlayout *ol = vm->ol;
 	uint64_t L2 = 0, lcf = 0;
-	if (lj_read_ref(vm, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L)
+	if (lj_read_ref(vm, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L ||
+	    in_list(out, n, L2))
 		return 0;
-	for (int k = 0; k < n; k++)
-		if (out[k] == L2)
-			return 0;
 	if (mem_read(m, L2, hdr, ol->L_stacksize + 4) < 0 || hdr[ol->gct] != 6)
 		return 0;
 	memcpy(&lcf, hdr + ol->L_cframe, 8);
@@ -918,13 +925,13 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
 		/* resumed by coroutine.resume/wrap: the resumer's VM frame is
 		 * right above; resumed from C (lua_resume in a C function the
 		 * resumer called): its cframe is further up, past the C frames.
-		 * Look at most RESUME_SCAN bytes up, reading the heads of at
-		 * most RESUME_TRIES candidate threads. */
+		 * Look at most LJ_RESUME_SCAN bytes up, reading the heads of at
+		 * most LJ_RESUME_TRIES candidate threads. */
 		uint64_t y = cf + l->cf_size, L2 = 0;
 		int found = resumer_at(vm, m, y, cur_L, out, n, hdrs[n], &L2);
 		if (!found && noscan && *noscan == cf)
 			return n; /* scanned there last time, in vain */
-		for (int d = 8, tries = 0; !found && d <= RESUME_SCAN && tries < RESUME_TRIES; d += 8) {
+		for (int d = 8, tries = 0; !found && d <= LJ_RESUME_SCAN && tries < LJ_RESUME_TRIES; d += 8) {
 			uint64_t c = 0, prev = 0;
 			if (lj_read_ref(vm, m, y + d + l->cf_L, &c) < 0 ||
 			    mem_read_u64(m, y + d + l->cf_prev, &prev) < 0)
@@ -974,10 +981,7 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 			return;
 	for (int i = 0; i < tb->nrecent && n < LJ_PARENTS; i++) {
 		uint64_t L = tb->recent[i];
-		int k = 0;
-		while (k < n && got[k] != L)
-			k++;
-		if (k < n || L == cur_L || mem_read(ts->mem, L, hdrs[n], vm->ol->L_stacksize + 4) < 0)
+		if (L == cur_L || in_list(got, n, L) || mem_read(ts->mem, L, hdrs[n], vm->ol->L_stacksize + 4) < 0)
 			continue;
 		got[n] = L;
 		int rc = keep_thread(vm, t, ts, L, hdrs[n]);
@@ -1391,13 +1395,8 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
 			break;
 		}
-		if (have && nmet < LJ_RECENT) {
-			int k = 0;
-			while (k < nmet && met[k] != L)
-				k++;
-			if (k == nmet)
-				met[nmet++] = L;
-		}
+		if (have && nmet < LJ_RECENT && !in_list(met, nmet, L))
+			met[nmet++] = L;
 		int32_t nres = 0;
 		mem_read_u32(c.m, cf + c.l->cf_nres, (uint32_t *)&nres);
 		uint8_t hdr[128];
@@ -1555,13 +1554,9 @@ out:
 		if (tb) {
 			/* this walk's threads first, then the older ones it did
 			 * not meet (a failed walk forgets nothing) */
-			for (int i = 0; i < tb->nrecent && nmet < LJ_RECENT; i++) {
-				int k = 0;
-				while (k < nmet && met[k] != tb->recent[i])
-					k++;
-				if (k == nmet)
+			for (int i = 0; i < tb->nrecent && nmet < LJ_RECENT; i++)
+				if (!in_list(met, nmet, tb->recent[i]))
 					met[nmet++] = tb->recent[i];
-			}
 			memcpy(tb->recent, met, (size_t)nmet * sizeof *met);
 			tb->nrecent = nmet;
 		}
@@ -1753,12 +1748,6 @@ static void lj_close(struct vm *vm)
 #define SCAN_FIRST_NS (200 * 1000000ull)   /* first retry; doubles up to */
 #define SCAN_MAX_NS (10 * 1000000000ull)    /* this */
 
-/* lj_walk, then the heap scan the probe left out when no state is known
- * yet (a thread in C code with no Lua below it, --lua-only or
- * --nonblocking without registers): once, then again after 0.2 s, 0.4 s... (at
- * most 10 s apart) while none turns up (a launched program creates its
- * state later; a scan costs up to a second on a big heap). The thread
- * runs again by now; the sample itself keeps what the walk found. */
 /* No state known yet (record/top skip the probe's heap scan) and the
  * backoff since the last scan has run out? */
 static int scan_due(const struct vm *vm, const struct target *t)
@@ -1767,6 +1756,7 @@ static int scan_due(const struct vm *vm, const struct target *t)
 	       (!vm->scan_ns || time_now_ns() - vm->scan_ns >= vm->scan_wait_ns);
 }
 
+/* vm_ops.discover: the heap scan, when due, with its backoff. */
 static void lj_discover(struct vm *vm, struct target *t)
 {
 	if (!scan_due(vm, t))
@@ -1777,6 +1767,14 @@ static void lj_discover(struct vm *vm, struct target *t)
 	lj_scan_heap(vm, t);
 }
 
+/* lj_walk, then the heap scan the probe left out when no state is known
+ * yet (a thread in C code with no Lua below it, --lua-only or
+ * --nonblocking without registers): once, then again after 0.2 s, 0.4 s... (at
+ * most 10 s apart) while none turns up (a launched program creates its
+ * state later; a scan costs up to a second on a big heap). A walk
+ * that holds the thread (--blocking, dump) leaves the scan to
+ * lj_discover() after the release; the sample itself keeps what the walk
+ * found. */
 static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *ts,
 			   struct stack *out, struct walk_info *info)
 {

@@ -99,8 +99,8 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci);
 #define LJ_LSTACK_MAX (64u << 10)   /* bytes of Lua stack copied per capture */
 #define LJ_PARENTS 8                /* threads besides cur_L copied per capture (snap_copy) */
 #define LJ_RECENT 8                 /* threads remembered per tid for the next capture */
-#define RESUME_SCAN 4096            /* bytes of C frames looked through for a resumer */
-#define RESUME_TRIES 8              /* candidate resumers read per C boundary */
+#define LJ_RESUME_SCAN 4096         /* bytes of C frames looked through for a resumer */
+#define LJ_RESUME_TRIES 8           /* candidate resumers read per C boundary */
 #define LJ_PSTACK_MAX (32u << 10)   /* bytes of each resumer's stack copied */
 
 struct lj_fname {                    /* C function / builtin name learned at probe */
@@ -218,7 +218,7 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
  * whose coroutine.resume/wrap, or a C function's lua_resume, runs CUR_L.
  * A coroutine's outermost cframe (PREV = NULL) has its resumer's VM
  * cframe right above it, at cf + CFRAME_SIZE (coroutine.resume), or within
- * RESUME_SCAN bytes above that (C frames in between), naming the resumer
+ * LJ_RESUME_SCAN bytes above that (C frames in between), naming the resumer
  * in SAVE_L; the resumer's L->cframe points back (lj_vm_resume in
  * vm_x64.dasc; luajit.md 10.3). The search stops at MAIN_L (the state's
  * main thread: nothing resumes it; 0 = unknown). HDR is CUR_L's header as

@@ -1501,8 +1501,6 @@ static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
 static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
 		     struct walk_info *info);
 
-/* Lua-only walks (no native stack to stay consistent with) re-read a
- * chain that turned out torn, like capture() does. */
 /* A state (when none is known) and the coroutine list, from the heap:
  * luaV_execute was on a stack with no state or coroutine known for it. */
 static void puc_discover(struct vm *vm, struct target *t)
@@ -1516,6 +1514,8 @@ static void puc_discover(struct vm *vm, struct target *t)
 	refresh_coros(vm, &t->mem.base);
 }
 
+/* Lua-only walks (no native stack to stay consistent with) re-read a
+ * chain that turned out torn, like capture() does. */
 static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
 		    struct walk_info *info)
 {

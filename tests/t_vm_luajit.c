@@ -349,13 +349,13 @@ static void test_resumers(void)
 	CHECK(noscan == 0);
 	/* main unknown: the search above main's cframe finds nothing */
 	CHECK(lj_find_resumers(vm, &mi.base, co2, 0, AT(co2), out, hdrs, 3, NULL) == 2);
-	/* C frames deeper than RESUME_SCAN hide main */
+	/* C frames deeper than LJ_RESUME_SCAN hide main */
 	put64(y2 + lay->cf_L, 0);
-	put64(y1 + lay->cf_size + RESUME_SCAN + 8 + lay->cf_L, mainL);
-	put64(mainL + ol->L_cframe, y1 + lay->cf_size + RESUME_SCAN + 8);
+	put64(y1 + lay->cf_size + LJ_RESUME_SCAN + 8 + lay->cf_L, mainL);
+	put64(mainL + ol->L_cframe, y1 + lay->cf_size + LJ_RESUME_SCAN + 8);
 	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 1 && out[0] == co1);
-	put64(y1 + lay->cf_size + RESUME_SCAN + 8 + lay->cf_L, 0);
+	put64(y1 + lay->cf_size + LJ_RESUME_SCAN + 8 + lay->cf_L, 0);
 	put64(y2 + lay->cf_L, mainL);
 	put64(mainL + ol->L_cframe, y2);
 	/* a thread that does not name the cframe back is passed over */
