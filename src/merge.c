@@ -1,4 +1,5 @@
 /* merge.c: native + Lua stack merging. */
+#include <stdlib.h>
 #include <string.h>
 #include "elf_sym.h"
 #include "err.h"
@@ -33,12 +34,12 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 }
 
 /* Find the segments for native index I with the given REPLACE flag. */
-static int emit_segments(const struct lua_segment *segs, int nsegs, int i, int replace,
+static int emit_segments(const struct lua_segment_old *segs, int nsegs, int i, int replace,
 			 int drop_c_of, struct stack *out)
 {
 	int emitted = 0;
 	for (int k = 0; k < nsegs; k++) {
-		const struct lua_segment *sg = &segs[k];
+		const struct lua_segment_old *sg = &segs[k];
 		if (sg->native_index != i || sg->replace != replace)
 			continue;
 		for (int j = 0; j < sg->n; j++) {
@@ -51,8 +52,8 @@ static int emit_segments(const struct lua_segment *segs, int nsegs, int i, int r
 	return emitted;
 }
 
-int merge_stacks(struct symtab *s, const struct native_stack *ns,
-		 const struct lua_segment *segs, int nsegs, struct stack *out)
+int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
+		     const struct lua_segment_old *segs, int nsegs, struct stack *out)
 {
 	stack_clear(out);
 	/* which native frames are one activation with a segment's C function */
@@ -60,7 +61,7 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 	for (int i = 0; i < ns->n; i++)
 		cmatch[i] = -1;
 	for (int k = 0; k < nsegs; k++) {
-		const struct lua_segment *sg = &segs[k];
+		const struct lua_segment_old *sg = &segs[k];
 		int i = sg->native_index;
 		if (!sg->replace || sg->n == 0 || i <= 0 || i > ns->n)
 			continue;
@@ -98,4 +99,80 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 			for (int j = 0; j < segs[k].n; j++)
 				stack_push(out, &segs[k].f[j]);
 	return out->n;
+}
+
+/* ---- struct lua_walk ---- */
+
+static int grow(void **p, int *cap, int need, size_t size, int max)
+{
+	if (need <= *cap)
+		return 0;
+	if (need > max)
+		return -LS_E_NOMEM;
+	int nc = *cap ? *cap : 64;
+	while (nc < need)
+		nc *= 2;
+	if (nc > max)
+		nc = max;
+	void *q = realloc(*p, (size_t)nc * size);
+	if (!q)
+		return -LS_E_NOMEM;
+	*p = q;
+	*cap = nc;
+	return 0;
+}
+
+int lua_walk_segment(struct lua_walk *w, int native_index, int replace)
+{
+	int rc = grow((void **)&w->seg, &w->capseg, w->nseg + 1, sizeof *w->seg, LUA_WALK_MAX_FRAMES);
+	if (rc < 0)
+		return rc;
+	w->seg[w->nseg++] = (struct lua_segment){ native_index, replace, w->nf, 0 };
+	return 0;
+}
+
+int lua_walk_push(struct lua_walk *w, const struct frame *fr)
+{
+	int rc;
+	if (w->nseg == 0 && (rc = lua_walk_segment(w, 0, 1)) < 0)
+		return rc;
+	if ((rc = grow((void **)&w->f, &w->capf, w->nf + 1, sizeof *w->f, LUA_WALK_MAX_FRAMES)) < 0)
+		return rc;
+	w->f[w->nf++] = *fr;
+	w->seg[w->nseg - 1].n++;
+	return 0;
+}
+
+int lua_walk_frames(const struct lua_walk *w)
+{
+	return w->nf;
+}
+
+void lua_walk_reset(struct lua_walk *w)
+{
+	w->nf = 0;
+	w->nseg = 0;
+}
+
+void lua_walk_free(struct lua_walk *w)
+{
+	free(w->f);
+	free(w->seg);
+	memset(w, 0, sizeof *w);
+}
+
+int merge_stacks(struct symtab *s, const struct native_stack *ns,
+		 const struct lua_walk *w, struct stack *out)
+{
+	if (!w || w->nseg == 0)
+		return merge_stacks_old(s, ns, NULL, 0, out);
+	struct lua_segment_old *segs = malloc((size_t)w->nseg * sizeof *segs);
+	if (!segs)
+		return -LS_E_NOMEM;
+	for (int k = 0; k < w->nseg; k++)
+		segs[k] = (struct lua_segment_old){ w->seg[k].native_index, w->seg[k].replace,
+						    w->f + w->seg[k].first, w->seg[k].n };
+	int rc = merge_stacks_old(s, ns, segs, w->nseg, out);
+	free(segs);
+	return rc;
 }

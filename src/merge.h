@@ -3,7 +3,8 @@
  * A walker splits the Lua frames of a thread into segments, one per
  * native frame of the VM that runs them (LuaJIT: a frame whose pc is in
  * the VM code, its rsp a cframe; PUC: a luaV_execute frame), and hands
- * them to merge_stacks(), which emits, innermost first, native frames
+ * them (struct lua_walk) to the sampler, which calls merge_stacks() once:
+ * it emits, innermost first, native frames
  * with the VM frames replaced by their Lua segments. */
 #ifndef LUASPY_MERGE_H
 #define LUASPY_MERGE_H
@@ -13,11 +14,44 @@
 
 struct symtab;
 
+/* One run of Lua frames: W->f[first .. first + n), innermost first. */
 struct lua_segment {
 	int native_index;    /* index in the native stack of the frame this segment belongs to */
 	int replace;         /* 1: the segment replaces that native frame (it is the VM);
 	                      * 0: the segment is inserted just inside (above) it */
-	struct frame *f;     /* Lua frames of the segment, innermost first */
+	int first;           /* index of its innermost frame in lua_walk.f */
+	int n;
+};
+
+/* What a walk produced: its frames and the segments that place them.
+ * Owned by the sampler, reused between samples (lua_walk_reset), grown as
+ * needed up to LUA_WALK_MAX_FRAMES frames. */
+struct lua_walk {
+	struct frame *f;
+	int nf, capf;
+	struct lua_segment *seg;
+	int nseg, capseg;
+};
+
+#define LUA_WALK_MAX_FRAMES (1 << 20)   /* 40 MiB of frames: past it, -LS_E_NOMEM */
+
+/* Start a new segment for native frame NATIVE_INDEX (REPLACE as above);
+ * lua_walk_push() appends to it. Returns 0 or -LS_E_NOMEM. */
+int lua_walk_segment(struct lua_walk *w, int native_index, int replace);
+/* Append FR to the newest segment (one is opened at native index 0,
+ * replace 1, when there is none). Returns 0 or -LS_E_NOMEM. */
+int lua_walk_push(struct lua_walk *w, const struct frame *fr);
+/* Lua frames in W. */
+int lua_walk_frames(const struct lua_walk *w);
+void lua_walk_reset(struct lua_walk *w);
+void lua_walk_free(struct lua_walk *w);
+
+/* TRANSITIONAL (the old walk_merged contract; goes when both walkers
+ * return a lua_walk): segments that point at their frames. */
+struct lua_segment_old {
+	int native_index;
+	int replace;
+	struct frame *f;
 	int n;
 };
 
@@ -34,6 +68,9 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
  * has none), with kind FRAME_C, and the Lua-side copy is dropped.
  * Returns the number of frames, or -LS_E_NOMEM. */
 int merge_stacks(struct symtab *s, const struct native_stack *ns,
-		 const struct lua_segment *segs, int nsegs, struct stack *out);
+		 const struct lua_walk *w, struct stack *out);
+/* TRANSITIONAL: the same over pointer segments. */
+int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
+		     const struct lua_segment_old *segs, int nsegs, struct stack *out);
 
 #endif

@@ -82,6 +82,7 @@ int target_refresh(struct target *t)
 
 void thread_snap_free(struct thread_snap *ts)
 {
+	lua_walk_free(&ts->lw);
 	free(ts->xbuf);
 	ts->xbuf = NULL;
 	ts->xlen = 0;
@@ -190,10 +191,53 @@ static int walk(struct target *t, const struct sampler_opts *o, struct thread_sn
 		if (rc < 0)
 			return rc;
 	}
-	if (t->vm && t->vm_ops->walk)
-		return t->vm_ops->walk(t->vm, t, ts, out, info);
-	/* no VM: native frames only */
-	return merge_stacks(t->sym, &ts->native, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
+	lua_walk_reset(&ts->lw);
+	int rc = 0;
+	if (t->vm && t->vm_ops->walk) {
+		rc = t->vm_ops->walk(t->vm, t, ts, &ts->lw, info);
+	} else if (t->vm && t->vm_ops->walk_merged) {
+		rc = t->vm_ops->walk_merged(t->vm, t, ts, out, info);
+		if (!info->vmstate)
+			info->state = VMS_OTHER;
+		return rc;
+	}
+	if (info->lua_frames == 0)
+		info->lua_frames = lua_walk_frames(&ts->lw);
+	if (!info->vmstate)
+		info->state = VMS_OTHER;
+	/* no VM: native frames only; a failed walk: nothing (an error sample) */
+	if (rc < 0)
+		return rc;
+	return merge_stacks(t->sym, &ts->native, &ts->lw, out) < 0 ? -LS_E_NOMEM : 0;
+}
+
+#define DISC_FIRST_NS (200 * 1000000ull)   /* first wait after a fruitless discovery */
+#define DISC_MAX_NS (10 * 1000000000ull)   /* the wait doubles up to this */
+
+/* Discovery the walks asked for (vm_ops.discover), outside any stop
+ * window, with one back-off rule for every VM: after a discovery that
+ * found nothing, wait 0.2 s, then 0.4, 0.8... up to 10 s before the next;
+ * one that found something resets the wait. */
+static void discover(struct target *t, unsigned want, pid_t tid)
+{
+	t->disc_want |= want;
+	if (!t->disc_want || !t->vm || !t->vm_ops->discover)
+		return;
+	uint64_t now = time_now_ns();
+	if (t->disc_ns && now - t->disc_ns < t->disc_wait_ns)
+		return;
+	unsigned what = t->disc_want;
+	t->disc_want = 0;
+	int found = t->vm_ops->discover(t->vm, t, what);
+	uint64_t end = time_now_ns();
+	t->disc_ns = end;
+	if (found > 0)
+		t->disc_wait_ns = DISC_FIRST_NS;
+	else
+		t->disc_wait_ns = !t->disc_wait_ns ? DISC_FIRST_NS :
+				  t->disc_wait_ns < DISC_MAX_NS / 2 ? t->disc_wait_ns * 2 : DISC_MAX_NS;
+	msg_debug(1, "tid %d: discovery (0x%x) after the release: %.1f ms, %d found", (int)tid,
+		  what, (end - now) / 1e6, found);
 }
 
 /* The stop window: runs on the stopper thread when there is one. */
@@ -276,6 +320,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 		rc = walk(t, o, ts, out, info);
 		if (stats)
 			stats->walk_ns = time_now_ns() - tw;
+		discover(t, info->discover, tid);
 		return rc;
 	}
 	struct stop_job j = { .t = t, .o = o, .ts = ts, .out = out, .info = info, .tid = tid };
@@ -288,12 +333,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 		rc = -LS_E_BUSY; /* someone else stopped it: not running, no sample */
 	if (o->walk_stopped) {
 		/* what the walk could not do while the thread was held */
-		if (info->discover && t->vm && t->vm_ops->discover) {
-			uint64_t td = time_now_ns();
-			t->vm_ops->discover(t->vm, t);
-			msg_debug(1, "tid %d: state discovery after the release: %.1f ms", (int)ts->tid,
-				  (time_now_ns() - td) / 1e6);
-		}
+		discover(t, info->discover, tid);
 		return rc;
 	}
 	if (rc < 0)
@@ -302,5 +342,6 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 	rc = walk(t, o, ts, out, info);
 	if (stats)
 		stats->walk_ns = time_now_ns() - tw;
+	discover(t, info->discover, tid);
 	return rc;
 }

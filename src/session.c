@@ -385,23 +385,6 @@ static void scan_children(struct session *s)
 	}
 }
 
-static int vms_class(const struct walk_info *info)
-{
-	if (info->trace > 0)
-		return VMS_TRACE;
-	if (!info->vmstate)
-		return VMS_OTHER;
-	if (!strcmp(info->vmstate, "interpreter"))
-		return VMS_INTERP;
-	if (!strncmp(info->vmstate, "trace", 5) || !strncmp(info->vmstate, "JIT", 3))
-		return VMS_TRACE;
-	if (!strcmp(info->vmstate, "C"))
-		return VMS_C;
-	if (!strcmp(info->vmstate, "GC"))
-		return VMS_GC;
-	return VMS_OTHER;
-}
-
 static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t tid,
 		    const char *tname, struct stack *st, const struct walk_info *info)
 {
@@ -436,7 +419,7 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 		s->first_sample_ns = time_now_ns();
 	s->st.samples++;
 	if (info->lua_frames > 0)
-		s->st.vmstate[vms_class(info)]++;
+		s->st.vmstate[info->trace > 0 ? VMS_TRACE : info->state]++;
 }
 
 static void count_error(struct session *s, int rc)

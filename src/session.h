@@ -10,6 +10,7 @@
 #include <sys/types.h>
 #include "cli.h"
 #include "profile.h"
+#include "vm.h"
 
 struct session;
 
@@ -25,8 +26,7 @@ struct session_stats {
 	uint64_t err_by_kind[32];/* errors per -LS_E_* code */
 };
 
-/* VM state classes for stats.vmstate[] */
-enum { VMS_INTERP = 0, VMS_TRACE, VMS_C, VMS_GC, VMS_OTHER, VMS_NCLASSES };
+/* stats.vmstate[] is indexed by enum vm_state (vm.h) */
 
 /* Why a session ended */
 enum session_end { END_NONE = 0, END_DURATION, END_SIGNAL, END_EXITED, END_CALLBACK };

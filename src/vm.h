@@ -18,6 +18,7 @@
 #include "frame.h"
 #include "proc_mem.h"
 #include "unwind.h"
+#include "merge.h"
 
 struct symtab;
 struct proc_maps;
@@ -31,6 +32,10 @@ struct target {
 	struct vm *vm;                  /* the Lua VM found, or NULL */
 	const struct vm_ops *vm_ops;
 	char cmdline[512];
+	/* discovery back-off (sampler.c): walks' VM_DISC_* requests pending,
+	 * when discovery last ran and how long to wait before the next */
+	unsigned disc_want;
+	uint64_t disc_ns, disc_wait_ns;
 };
 
 /* What one sample captured of one thread. */
@@ -44,6 +49,7 @@ struct thread_snap {
 	struct mem_overlay ov;          /* stack copy over the live reader */
 	struct mem *mem;                /* = &ov.base: read the target through this */
 	struct native_stack native;     /* unwound native frames, innermost first */
+	struct lua_walk lw;             /* the walk's Lua segments (vm_ops.walk) */
 	uint8_t vm_data[512];           /* walker-private data from capture() */
 	uint8_t *xbuf;                  /* copies made by snap_copy() while stopped */
 	size_t xlen;                    /* bytes of xbuf in use (capacity SNAP_COPY_MAX) */
@@ -67,14 +73,31 @@ ssize_t snap_copy(struct target *t, struct thread_snap *ts, uint64_t addr, size_
  * read). 0, or -LS_E_NOMEM when the budget or the regions are spent. */
 int snap_keep(struct thread_snap *ts, uint64_t addr, const void *data, size_t len);
 
+/* What the VM was doing when sampled, as a class (session stats, top).
+ * The walker's label (walk_info.vmstate) says more. */
+enum vm_state {
+	VMS_INTERP = 0,                 /* interpreting bytecode */
+	VMS_TRACE,                      /* running JIT-compiled code (a trace) */
+	VMS_C,                          /* in a C function called from Lua */
+	VMS_GC,                         /* in the garbage collector */
+	VMS_OTHER,                      /* anything else, or not known */
+	VMS_NCLASSES
+};
+
+/* What a walk wants discovery (vm_ops.discover) to do once the thread is
+ * released; bits of walk_info.discover. */
+#define VM_DISC_STATES 0x1              /* Lua ran on a state not known: look for states */
+#define VM_DISC_NAMES  0x2              /* a C function had no name: learn names again */
+#define VM_DISC_COROS  0x4              /* a coroutine not known: refresh the list */
+
 /* What a walk learned beyond the frames. */
 struct walk_info {
 	const char *vmstate;            /* interned: "interpreter", "C", "GC",
 	                                 * "trace exit", "recording", "trace", "idle"... or NULL */
+	enum vm_state state;            /* the class of vmstate (VMS_OTHER when NULL) */
 	int trace;                      /* JIT trace number running, 0 = none */
 	int lua_frames;                 /* Lua frames emitted (0: thread not in Lua) */
-	int discover;                   /* the walk found no state and wants vm_ops
-	                                 * discover() once the thread is released */
+	unsigned discover;              /* VM_DISC_* wanted after the release */
 };
 
 struct vm;
@@ -90,12 +113,19 @@ struct vm_ops {
 	 * copy into TS->vm_data what the walk needs that changes while the
 	 * thread runs (VM state, current L, base, pc...). May be NULL. */
 	int (*capture)(struct vm *vm, struct target *t, struct thread_snap *ts);
-	/* Produce TS's merged stack (innermost first) into OUT, from
-	 * TS->native and the Lua frames. 0 or -LS_E_* (the sample is
-	 * counted as an error). A thread that is not running Lua gets its
-	 * native frames only and INFO->lua_frames = 0. */
+	/* Walk TS's Lua frames into W (empty on entry) as segments anchored
+	 * to TS->native (merge.h); the sampler merges them with the native
+	 * frames, once. The walker reads discovery state but never changes
+	 * it: what it would need found is INFO->discover. It may rewrite
+	 * TS->native from a restart point on (LuaJIT: past trace mcode,
+	 * which has no CFI). Returns 0, or -LS_E_* (an error sample). A
+	 * thread not running Lua: 0, no segments, INFO->lua_frames = 0. */
 	int (*walk)(struct vm *vm, struct target *t, struct thread_snap *ts,
-		    struct stack *out, struct walk_info *info);
+		    struct lua_walk *w, struct walk_info *info);
+	/* TRANSITIONAL, to be removed: the old contract, a merged stack in
+	 * OUT. The sampler uses walk when set, else this. */
+	int (*walk_merged)(struct vm *vm, struct target *t, struct thread_snap *ts,
+			   struct stack *out, struct walk_info *info);
 	/* One-line description: "LuaJIT 2.1 GC64 (upstream, Debian 2022)", "Lua 5.4.4". */
 	const char *(*describe)(struct vm *vm);
 	/* Optional: every coroutine found (dump --all-coroutines); may be NULL.
@@ -105,11 +135,14 @@ struct vm_ops {
 			  void (*fn)(void *arg, uint64_t addr, const char *status,
 				     const struct stack *st),
 			  void *arg);
-	/* Optional: state discovery too slow to run while a thread is held
-	 * (a heap scan, up to hundreds of ms on a large heap). A walk with
-	 * TS->held set that needs it sets INFO->discover instead; the sampler
-	 * calls this after releasing the thread. May be NULL. */
-	void (*discover)(struct vm *vm, struct target *t);
+	/* Optional: discovery, never inside a stop window or a walk: finding
+	 * states (a heap scan, up to hundreds of ms on a large heap), learning
+	 * C function names again, refreshing coroutines. WHAT is the VM_DISC_*
+	 * bits walks asked for since the last call. The sampler calls it after
+	 * the release, at most as often as its back-off allows (sampler.c).
+	 * Returns how many new things it found (states, names...): 0 makes the
+	 * back-off longer. May be NULL. */
+	int (*discover)(struct vm *vm, struct target *t, unsigned what);
 	void (*close)(struct vm *vm);
 };
 

@@ -832,6 +832,16 @@ static const char *vmstate_name(int vs)
 	}
 }
 
+static enum vm_state vmstate_class(int vs)
+{
+	switch (vs) {
+	case -1: return VMS_INTERP;
+	case -2: return VMS_C;
+	case -3: return VMS_GC;
+	default: return vs > 0 ? VMS_TRACE : VMS_OTHER;
+	}
+}
+
 /* Is PC in JIT machine code (executable, anonymous) with GC64 refs, where
  * r14 stays DISPATCH (luajit.md 8.2)? With 32-bit refs a trace may reuse
  * r14: not trusted there. */
@@ -1291,7 +1301,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	}
 
 	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
-	struct lua_segment segs[MAX_SEGS];
+	struct lua_segment_old segs[MAX_SEGS];
 	int nsegs = 0, nf = 0;
 	if (!fb)
 		return -LS_E_NOMEM;
@@ -1571,10 +1581,10 @@ out:
 	/* fuse C functions with the native frame just inside their VM frame
 	 * when libdw names it; else replace an unnamed native frame that
 	 * starts at the C function with the Lua-side name */
-	struct lua_segment extra[MAX_SEGS];
+	struct lua_segment_old extra[MAX_SEGS];
 	int nextra = 0;
 	for (int k = 0; k < nsegs; k++) {
-		struct lua_segment *sg = &segs[k];
+		struct lua_segment_old *sg = &segs[k];
 		int i = sg->native_index;
 		if (sg->n == 0 || sg->f[0].kind != FRAME_C || !sg->f[0].addr || i == 0)
 			continue;
@@ -1612,17 +1622,22 @@ out:
 		for (int k = 0; k < vm->ng; k++)
 			lj_learn_names(vm, &t->mem.base, vm->g[k]);
 	}
-	int mr = merge_stacks(t->sym, &ns, segs, nsegs, out);
+	int mr = merge_stacks_old(t->sym, &ns, segs, nsegs, out);
 	free(fb);
 	if (mr < 0)
 		return mr;
 	info->lua_frames = lua;
 	/* g->vmstate: a trace number, or a state (GC, trace exit...) that
 	 * may also have been entered from a trace (info->trace says which) */
-	if (have && nsegs > 0)
+	if (have && nsegs > 0) {
 		info->vmstate = intern(vmstate_name(s->vmstate));
-	else if (trace_n)
+		info->state = vmstate_class(s->vmstate);
+	} else if (trace_n) {
 		info->vmstate = intern("trace");
+		info->state = VMS_TRACE;
+	}
+	if (info->trace > 0)
+		info->state = VMS_TRACE;
 	/* a walk that failed half-way is an error sample, not a short stack */
 	return rc < 0 ? rc : 0;
 }
@@ -1757,7 +1772,7 @@ static int scan_due(const struct vm *vm, const struct target *t)
 }
 
 /* vm_ops.discover: the heap scan, when due, with its backoff. */
-static void lj_discover(struct vm *vm, struct target *t)
+static void lj_discover_scan(struct vm *vm, struct target *t)
 {
 	if (!scan_due(vm, t))
 		return;
@@ -1783,16 +1798,25 @@ static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *
 		if (ts->held)
 			info->discover = 1;
 		else
-			lj_discover(vm, t);
+			lj_discover_scan(vm, t);
 	}
 	return rc;
+}
+
+/* TRANSITIONAL: the sampler's discover() entry */
+static int lj_discover(struct vm *vm, struct target *t, unsigned what)
+{
+	(void)what;
+	int before = vm->ng;
+	lj_discover_scan(vm, t);
+	return vm->ng - before;
 }
 
 const struct vm_ops vm_luajit_ops = {
 	.family = "luajit",
 	.probe = lj_probe,
 	.capture = lj_capture,
-	.walk = lj_walk_or_scan,
+	.walk_merged = lj_walk_or_scan,
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
 	.discover = lj_discover,

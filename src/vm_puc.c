@@ -1503,7 +1503,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 
 /* A state (when none is known) and the coroutine list, from the heap:
  * luaV_execute was on a stack with no state or coroutine known for it. */
-static void puc_discover(struct vm *vm, struct target *t)
+static int puc_discover_now(struct vm *vm, struct target *t)
 {
 	int before = vm->nstates;
 	if (vm->nstates == 0)
@@ -1512,6 +1512,14 @@ static void puc_discover(struct vm *vm, struct target *t)
 		load_cnames(vm, t, vm->states[k]);
 	set_co_names(vm);
 	refresh_coros(vm, &t->mem.base);
+	return vm->nstates - before;
+}
+
+/* TRANSITIONAL: the sampler's discover() entry */
+static int puc_discover(struct vm *vm, struct target *t, unsigned what)
+{
+	(void)what;
+	return puc_discover_now(vm, t);
 }
 
 /* Lua-only walks (no native stack to stay consistent with) re-read a
@@ -1555,13 +1563,13 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 			if (ts->held)
 				info->discover = 1; /* a heap scan: not while held */
 			else
-				puc_discover(vm, t);
+				puc_discover_now(vm, t);
 		}
-		return merge_stacks(t->sym, ns, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
+		return merge_stacks_old(t->sym, ns, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
 	}
 	struct wframe *w = calloc((size_t)n, sizeof *w);
 	struct frame *sf = calloc((size_t)n, sizeof *sf);
-	struct lua_segment *segs = calloc((size_t)n * 2 + 2, sizeof *segs);
+	struct lua_segment_old *segs = calloc((size_t)n * 2 + 2, sizeof *segs);
 	int rc = 0, nlua = 0;
 	if (!w || !sf || !segs) {
 		rc = -LS_E_NOMEM;
@@ -1658,12 +1666,12 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 						mfound = k;
 				if (mfound >= 0) {
 					if (nsf > pend) {
-						segs[nsegs++] = (struct lua_segment){ mfound, 0, sf + pend, nsf - pend };
+						segs[nsegs++] = (struct lua_segment_old){ mfound, 0, sf + pend, nsf - pend };
 						pend = nsf;
 					}
 					sf[nsf] = w[i].fr;
 					/* the native frame keeps its symbol; ours names it otherwise */
-					segs[nsegs++] = (struct lua_segment){ mfound, 1, sf + nsf, 1 };
+					segs[nsegs++] = (struct lua_segment_old){ mfound, 1, sf + nsf, 1 };
 					nsf++;
 					pend = nsf;
 					j = mfound + 1;
@@ -1704,7 +1712,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 						vm->pcreg_votes[k]++;
 			}
 			if (mfound >= 0) {
-				segs[nsegs++] = (struct lua_segment){ mfound, 1, sf + pend, nsf - pend };
+				segs[nsegs++] = (struct lua_segment_old){ mfound, 1, sf + pend, nsf - pend };
 				pend = nsf;
 				j = mfound + 1;
 				if (leaf_seg)
@@ -1712,7 +1720,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 			}
 		}
 		if (nsf > pend) {
-			segs[nsegs++] = (struct lua_segment){ bound, 0, sf + pend, nsf - pend };
+			segs[nsegs++] = (struct lua_segment_old){ bound, 0, sf + pend, nsf - pend };
 			pend = nsf;
 		}
 		/* the outer state's frames start above its lua_resume call */
@@ -1728,10 +1736,11 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 		if (line > 0)
 			sf[0].line = line;   /* sf[0] is raw[0]'s frame */
 	}
-	if (merge_stacks(t->sym, ns, segs, nsegs, out) < 0)
+	if (merge_stacks_old(t->sym, ns, segs, nsegs, out) < 0)
 		rc = -LS_E_NOMEM;
 	info->lua_frames = nlua;
 	info->vmstate = intern(vm->raw[0].lua ? "interpreter" : "C");
+	info->state = vm->raw[0].lua ? VMS_INTERP : VMS_C;
 done:
 	free(w);
 	free(sf);
@@ -1935,7 +1944,7 @@ const struct vm_ops vm_puc_ops = {
 	.family = "puc",
 	.probe = puc_probe,
 	.capture = puc_capture,
-	.walk = puc_walk,
+	.walk_merged = puc_walk,
 	.discover = puc_discover,
 	.describe = puc_describe,
 	.coroutines = puc_coroutines,
