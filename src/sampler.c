@@ -1,4 +1,4 @@
-/* sampler.c: attach, and one sample of one thread. */
+/* sampler.c: one sample of one thread. */
 #include <stdlib.h>
 #include <string.h>
 #include "elf_sym.h"
@@ -18,66 +18,6 @@ void sampler_opts_default(struct sampler_opts *o)
 	o->native = 1;
 	o->stack_copy_bytes = 32 * 1024;
 	o->stop_timeout_ns = 50 * 1000000ull;
-}
-
-int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen)
-{
-	int rc = proc_check(pid);
-	if (rc < 0)
-		return rc;
-	struct target *t = calloc(1, sizeof *t);
-	if (!t)
-		return -LS_E_NOMEM;
-	t->pid = pid;
-	proc_mem_init(&t->mem, pid);
-	proc_cmdline(pid, t->cmdline, sizeof t->cmdline);
-	rc = symtab_open(pid, &t->sym);
-	if (rc < 0) {
-		target_close(t);
-		return rc == -LS_E_GONE ? -LS_E_NOPID : rc;
-	}
-	rc = unwind_open(t->sym, &t->unw);
-	if (rc < 0) {
-		target_close(t);
-		return rc;
-	}
-	*vmrc = probe_vm ? vm_probe(t, why, whylen) : -LS_E_NOTLUA;
-	*out = t;
-	return 0;
-}
-
-void target_close(struct target *t)
-{
-	if (!t)
-		return;
-	if (t->vm && t->vm_ops && t->vm_ops->close)
-		t->vm_ops->close(t->vm);
-	unwind_close(t->unw);
-	symtab_close(t->sym);
-	proc_mem_close(&t->mem);
-	free(t);
-}
-
-static uint64_t maps_digest(const struct proc_maps *m)
-{
-	uint64_t h = (uint64_t)m->n;
-	for (int i = 0; i < m->n; i++)
-		h = (h ^ m->m[i].start ^ (m->m[i].end << 1) ^ m->m[i].inode) * 0x100000001b3ull;
-	return h;
-}
-
-int target_refresh(struct target *t)
-{
-	struct proc_maps now = { 0 };
-	int rc = proc_maps_read(t->pid, &now);
-	if (rc < 0)
-		return rc;
-	int changed = maps_digest(&now) != maps_digest(symtab_maps(t->sym));
-	proc_maps_free(&now);
-	if (!changed)
-		return 0;
-	rc = symtab_refresh(t->sym);
-	return rc < 0 ? rc : 1;
 }
 
 void thread_snap_free(struct thread_snap *ts)

@@ -19,24 +19,10 @@
 #include "proc_mem.h"
 #include "unwind.h"
 #include "merge.h"
+#include "target.h"
 
 struct symtab;
 struct proc_maps;
-
-/* A process being profiled. */
-struct target {
-	pid_t pid;
-	struct proc_mem mem;            /* live reader (safe while running) */
-	struct symtab *sym;             /* modules and symbols (elf_sym.h) */
-	struct unwinder *unw;           /* native unwinder (unwind.h) */
-	struct vm *vm;                  /* the Lua VM found, or NULL */
-	const struct vm_ops *vm_ops;
-	char cmdline[512];
-	/* discovery back-off (sampler.c): walks' VM_DISC_* requests pending,
-	 * when discovery last ran and how long to wait before the next */
-	unsigned disc_want;
-	uint64_t disc_ns, disc_wait_ns;
-};
 
 /* What one sample captured of one thread. */
 struct thread_snap {
