@@ -23,6 +23,7 @@ void sampler_opts_default(struct sampler_opts *o)
 void thread_snap_free(struct thread_snap *ts)
 {
 	lua_walk_free(&ts->lw);
+	mem_cache_free(&ts->pages);
 	free(ts->xbuf);
 	ts->xbuf = NULL;
 	ts->xlen = 0;
@@ -45,79 +46,6 @@ static int copy_stack(struct target *t, const struct sampler_opts *o, struct thr
 	if (n > 0)
 		ts->stack_len = (size_t)n;
 	return 0;
-}
-
-/* ---- per-sample page cache ----
- * Walkers read the target in many small pieces: a LuaJIT walk of 20 fib
- * frames made ~140 process_vm_readv of 1-104 bytes, nearly all in 2-3
- * pages; a Lua 5.4 capture (while the thread is stopped) ~50 reads in 6
- * pages. Each read is a syscall (~1 us here) and a 4 KiB read costs
- * little more than a small one, so reads below the stack copy go through
- * whole pages, each read once per sample: the cache is emptied when a
- * sample starts, filled during capture (while stopped, so those pages are
- * a consistent snapshot) and the walk after it. A page that can't be read
- * whole is not cached; the read goes through. */
-#define PC_PAGE 4096u
-#define PC_PAGES 64
-
-struct page_cache {
-	struct mem base;
-	struct mem *under;
-	int n;
-	uint64_t addr[PC_PAGES];
-	uint8_t data[PC_PAGES][PC_PAGE];
-};
-
-static struct page_cache pcache;
-
-static const uint8_t *pc_page(struct page_cache *pc, uint64_t page)
-{
-	for (int i = 0; i < pc->n; i++)
-		if (pc->addr[i] == page)
-			return pc->data[i];
-	if (pc->n == PC_PAGES)
-		return NULL;
-	ssize_t got = pc->under->read(pc->under, page, pc->data[pc->n], PC_PAGE);
-	if (got != (ssize_t)PC_PAGE)
-		return NULL;
-	pc->addr[pc->n] = page;
-	return pc->data[pc->n++];
-}
-
-static ssize_t pc_read(struct mem *m, uint64_t addr, void *buf, size_t len)
-{
-	struct page_cache *pc = (struct page_cache *)m;
-	m->nreads++;
-	m->nbytes += len;
-	if (len > PC_PAGE || addr + len < addr)
-		return pc->under->read(pc->under, addr, buf, len);
-	size_t done = 0;
-	while (done < len) {
-		uint64_t a = addr + done;
-		uint64_t page = a & ~(uint64_t)(PC_PAGE - 1);
-		const uint8_t *d = pc_page(pc, page);
-		if (!d) {
-			ssize_t r = pc->under->read(pc->under, a, (uint8_t *)buf + done, len - done);
-			if (r < 0)
-				return done ? (ssize_t)done : r;
-			return (ssize_t)(done + (size_t)r);
-		}
-		size_t off = (size_t)(a - page), n = PC_PAGE - off;
-		if (n > len - done)
-			n = len - done;
-		memcpy((uint8_t *)buf + done, d + off, n);
-		done += n;
-	}
-	return (ssize_t)done;
-}
-
-/* Empty the cache and put it between TS's stack overlay and the live reader. */
-static void pc_attach(struct target *t, struct thread_snap *ts)
-{
-	pcache.base.read = pc_read;
-	pcache.under = &t->mem.base;
-	pcache.n = 0;
-	ts->ov.under = &pcache.base;
 }
 
 /* Unwind and walk; no ptrace needed. */
@@ -206,9 +134,7 @@ static int stop_window(void *arg)
 	if (rc == 0)
 		rc = copy_stack(t, j->o, ts);
 	if (rc == 0) {
-		mem_overlay_init(&ts->ov, &t->mem.base, ts->stack_addr, ts->stack, ts->stack_len);
-		ts->mem = &ts->ov.base;
-		pc_attach(t, ts);
+		target_sample_reader(t, ts, 1);
 		if (t->vm && t->vm_ops->capture)
 			rc = t->vm_ops->capture(t->vm, t, ts);
 	}
@@ -252,8 +178,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 		/* no page cache here: pages read at different moments of a
 		 * running target would make torn samples look consistent or
 		 * consistent ones torn; every read goes to the target */
-		mem_overlay_init(&ts->ov, &t->mem.base, 0, NULL, 0);
-		ts->mem = &ts->ov.base;
+		target_sample_reader(t, ts, 0);
 		uint64_t tw = time_now_ns();
 		if (t->vm && t->vm_ops->capture && (rc = t->vm_ops->capture(t->vm, t, ts)) < 0)
 			return rc;

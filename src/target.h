@@ -9,6 +9,7 @@
 #include "proc_mem.h"
 
 struct symtab;
+struct thread_snap;
 struct unwinder;
 struct vm;
 struct vm_ops;
@@ -43,5 +44,18 @@ void target_close(struct target *t);
  * thread stack), the module list. Call about once a second between
  * samples. Returns 1 when it refreshed, 0 when nothing changed, or -LS_E_*. */
 int target_refresh(struct target *t);
+
+/* Set up, in this one place, what the sample in TS reads T through:
+ *   TS->mem   = &TS->ov, the copies taken while the thread is stopped:
+ *               TS->stack (TS->stack_len bytes at TS->stack_addr; none
+ *               when 0), then what capture() adds with snap_copy() and
+ *               snap_keep() (vm.h), over
+ *   TS->pages   the per-sample page cache, emptied here (whole 4 KiB
+ *               pages, at most 64, each read once per sample; see
+ *               proc_mem.h), over
+ *   T->mem      the live reader.
+ * CACHED 0 (--nonblocking): no page cache, the copies lie over T->mem
+ * directly. Call once per sample, before capture(). Reads nothing. */
+void target_sample_reader(struct target *t, struct thread_snap *ts, int cached);
 
 #endif

@@ -32,7 +32,9 @@ struct thread_snap {
 	uint64_t stack_addr;            /* target address of stack[0] (= rsp) */
 	uint8_t *stack;                 /* copy of the top of the C stack */
 	size_t stack_len;
-	struct mem_overlay ov;          /* stack copy over the live reader */
+	struct mem_overlay ov;          /* stack copy over the page cache */
+	struct mem_cache pages;         /* per-sample page cache over the live
+	                                 * reader (target_sample_reader) */
 	struct mem *mem;                /* = &ov.base: read the target through this */
 	struct native_stack native;     /* unwound native frames, innermost first */
 	struct lua_walk lw;             /* the walk's Lua segments (vm_ops.walk) */
