@@ -67,3 +67,20 @@ int msg_err_pid(int pid, int e)
 		msg_error("%s%s%s%s", err_text(e), hint ? "; " : "", hint ? hint : "", extra);
 	return err_exit_code(e);
 }
+
+void msg_cannot_run(const char *cmd, int err)
+{
+	msg_error("cannot run '%s': %s", cmd, strerror(err));
+}
+
+int msg_unsupported(int pid, const char *why)
+{
+	msg_error("pid %d: unsupported runtime: %s", pid, why);
+	return err_exit_code(-LS_E_UNSUPPORTED);
+}
+
+void msg_falling_behind(unsigned long long nlate, unsigned long long max_lag_ns)
+{
+	msg_error("falling behind: %llu samples late in the last second (up to %.1f ms lag); lower the rate with -r",
+		  nlate, (double)max_lag_ns / 1e6);
+}

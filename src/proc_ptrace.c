@@ -162,3 +162,11 @@ int ptrace_reap_pending(void)
 	npending = j;
 	return npending;
 }
+
+int ptrace_detach_stray(pid_t pid, int status)
+{
+	int event = (unsigned)status >> 16;
+	if (ptrace(PTRACE_DETACH, pid, 0, (void *)(long)(event ? 0 : WSTOPSIG(status))) < 0)
+		return -LS_E_GONE;
+	return 0;
+}

@@ -51,4 +51,9 @@ int ptrace_is_pending(pid_t tid);
  * sets *STATUS, else 0. */
 int ptrace_child_reaped(pid_t pid, int *status);
 
+/* PID, a child of ours, was found in a ptrace stop outside any sample
+ * (wait STATUS, WIFSTOPPED): detach it, passing on the signal of a
+ * signal-delivery-stop. 0 or -LS_E_GONE. */
+int ptrace_detach_stray(pid_t pid, int status);
+
 #endif
