@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "err.h"
 #include "msg.h"
+#include "proc_task.h"
 
 int msg_verbose;
 
@@ -45,6 +46,15 @@ void msg_debug(int level, const char *fmt, ...)
 
 int msg_err_pid(int pid, int e)
 {
+	if ((e == LS_E_TRACED || e == -LS_E_TRACED) && pid > 0) {
+		pid_t tracer = proc_tracer(pid);
+		char comm[64] = "?";
+		if (tracer > 0 && proc_comm(tracer, comm, sizeof comm) == 0)
+			msg_error("process %d is already traced by %d (%s)", pid, (int)tracer, comm);
+		else
+			msg_error("process %d is already traced", pid);
+		return err_exit_code(e);
+	}
 	const char *hint = err_hint(e);
 	char extra[256] = "";
 	if (e == LS_E_PERM || e == -LS_E_PERM) {

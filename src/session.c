@@ -120,8 +120,8 @@ static int wait_for_lua(struct session *s, struct tgt *tg, char *why, size_t why
 			return 1;
 		/* a process that is starting, exec'ing or exiting can fail any
 		 * read: only these errors are final at once */
-		if (rc == -LS_E_PERM || rc == -LS_E_ARCH32 || rc == -LS_E_KTHREAD ||
-		    rc == -LS_E_NOMEM)
+		if (rc == -LS_E_PERM || rc == -LS_E_TRACED || rc == -LS_E_ARCH32 ||
+		    rc == -LS_E_KTHREAD || rc == -LS_E_NOMEM)
 			return rc;
 		if (!s->child.pid && !proc_alive(tg->pid))
 			return -LS_E_EXITED;
