@@ -1,12 +1,10 @@
 /* sampler.c: one sample of one thread. */
 #include <stdlib.h>
 #include <string.h>
-#include "elf_sym.h"
 #include "err.h"
 #include "merge.h"
 #include "msg.h"
 #include "proc_ptrace.h"
-#include "proc_task.h"
 #include "sampler.h"
 #include "stopper.h"
 #include "timeutil.h"
