@@ -1,5 +1,10 @@
 /* follow.c: the processes of a session (see follow.h). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "err.h"
 #include "follow.h"
 #include "intern.h"
@@ -8,7 +13,66 @@
 #include "timeutil.h"
 #include "vm.h"
 
-#define CHILD_SCAN_NS (200 * 1000000ull)
+#define CHILD_SCAN_NS (10 * 1000000ull)
+#define FIRST_REPROBE_NS (20 * 1000000ull)
+#define MAX_KIDS 1024
+
+/* PID's parent and start time (stat fields 4 and 22). 0 or -1. */
+static int stat_ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	char *p = memrchr(buf, ')', (size_t)n); /* comm may hold ')' and spaces */
+	if (!p)
+		return -1;
+	int pp;
+	unsigned long long st;
+	if (sscanf(p + 1, " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &pp, &st) != 2)
+		return -1;
+	*ppid = pp;
+	*start = st;
+	return 0;
+}
+
+/* The device and inode of the program PID runs, 0 when unknown. */
+static uint64_t exe_id(pid_t pid)
+{
+	char path[64];
+	struct stat sb;
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+	if (stat(path, &sb) < 0)
+		return 0;
+	return ((uint64_t)sb.st_dev << 40) ^ (uint64_t)sb.st_ino;
+}
+
+void follow_init(struct follow *f)
+{
+	f->self = getpid();
+	pid_t p = getppid();
+	while (p > 1 && f->nanc < (int)(sizeof f->anc / sizeof f->anc[0])) {
+		f->anc[f->nanc++] = p;
+		unsigned long long st;
+		if (stat_ppid_start(p, &p, &st) < 0)
+			break;
+	}
+}
+
+static int is_ancestor(const struct follow *f, pid_t pid)
+{
+	for (int i = 0; i < f->nanc; i++)
+		if (f->anc[i] == pid)
+			return 1;
+	return 0;
+}
 
 static const char *root_label(pid_t pid)
 {
@@ -25,6 +89,7 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 {
 	struct target *t;
 	int vmrc;
+	tg->exe_id = exe_id(tg->pid);
 	int rc = target_open(tg->pid, 1, &t, &vmrc, why, whylen);
 	if (rc < 0)
 		return rc;
@@ -36,66 +101,160 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 	target_refresh(t);
 	tg->t = t;
 	tg->root_label = root_label(tg->pid);
+	if (tg == &f->tg[0])
+		snprintf(f->root_cmd, sizeof f->root_cmd, "%s", t->cmdline);
 	if (!f->runtime && t->vm_ops->describe)
 		f->runtime = intern(t->vm_ops->describe(t->vm));
 	msg_debug(1, "pid %d: profiling %s", (int)tg->pid, f->runtime ? f->runtime : "Lua");
 	return 0;
 }
 
-struct tgt *follow_add(struct follow *f, pid_t pid)
+static struct tgt *find(struct follow *f, pid_t pid)
 {
 	for (int i = 0; i < f->n; i++)
 		if (f->tg[i].pid == pid)
 			return &f->tg[i];
-	if (f->n == FOLLOW_MAX)
+	return NULL;
+}
+
+struct tgt *follow_add(struct follow *f, pid_t pid)
+{
+	if (pid == f->self)
 		return NULL;
-	struct tgt *tg = &f->tg[f->n++];
+	struct tgt *tg = find(f, pid);
+	if (tg)
+		return tg;
+	if (f->n == f->cap) {
+		int cap = f->cap ? 2 * f->cap : 16;
+		struct tgt *a = realloc(f->tg, (size_t)cap * sizeof *a);
+		if (!a)
+			return NULL;
+		f->tg = a;
+		f->cap = cap;
+	}
+	tg = &f->tg[f->n++];
 	memset(tg, 0, sizeof *tg);
 	tg->pid = pid;
+	pid_t pp;
+	if (stat_ppid_start(pid, &pp, &tg->start) < 0)
+		tg->start = 0;
+	tg->probe_wait_ns = FIRST_REPROBE_NS;
+	if (is_ancestor(f, pid)) {
+		tg->ancestor = 1;
+		msg_debug(1, "pid %d is an ancestor of luaspy: it cannot exit before luaspy does; "
+			  "the session does not wait for it", (int)pid);
+	}
+	f->added++;
 	return tg;
 }
 
-void follow_scan(struct follow *f)
+static void close_tgt(struct tgt *tg)
+{
+	target_close(tg->t);
+	tg->t = NULL;
+	threads_drop(&tg->threads);
+}
+
+void follow_reap(struct follow *f)
+{
+	int j = 1;
+	for (int i = 1; i < f->n; i++) {
+		struct tgt *tg = &f->tg[i];
+		if (!tg->dead) {
+			if (i != j)
+				f->tg[j] = *tg;
+			j++;
+			continue;
+		}
+		close_tgt(tg);
+		f->gone[f->ngone % FOLLOW_GONE].pid = tg->pid;
+		f->gone[f->ngone % FOLLOW_GONE].start = tg->start;
+		f->ngone++;
+		f->freed++;
+	}
+	if (f->n > 0 && f->tg[0].dead && f->tg[0].t)
+		close_tgt(&f->tg[0]); /* the entry stays: session_pid, the end rule */
+	f->n = f->n > 0 ? j : 0;
+}
+
+/* Was PID, started at START, followed and freed already (a zombie its
+ * parent has not reaped yet is still listed as a child)? */
+static int was_gone(const struct follow *f, pid_t pid)
+{
+	int n = f->ngone < FOLLOW_GONE ? f->ngone : FOLLOW_GONE;
+	int any = 0;
+	for (int i = 0; i < n; i++)
+		if (f->gone[i].pid == pid)
+			any = 1;
+	if (!any)
+		return 0;
+	pid_t pp;
+	unsigned long long st;
+	if (stat_ppid_start(pid, &pp, &st) < 0)
+		return 1; /* gone for good */
+	for (int i = 0; i < n; i++)
+		if (f->gone[i].pid == pid && f->gone[i].start == st)
+			return 1;
+	return 0;
+}
+
+static void add_children(struct follow *f, uint64_t now)
+{
+	static pid_t kids[MAX_KIDS];
+	int nlive = f->n;
+	for (int i = 0; i < nlive; i++) {
+		if (f->tg[i].dead)
+			continue;
+		int n = proc_children(f->tg[i].pid, kids, MAX_KIDS);
+		for (int k = 0; k < n; k++) {
+			if (kids[k] == f->self || find(f, kids[k]) || was_gone(f, kids[k]))
+				continue;
+			struct tgt *t = follow_add(f, kids[k]);
+			if (t)
+				t->next_probe_ns = now;
+		}
+	}
+}
+
+int follow_scan(struct follow *f)
 {
 	uint64_t now = time_now_ns();
 	if (now < f->next_scan_ns)
-		return;
+		return 0;
 	f->next_scan_ns = now + CHILD_SCAN_NS;
-	for (int i = 0; i < f->n; i++) {
-		if (f->tg[i].dead)
-			continue;
-		pid_t kids[256];
-		int n = proc_children(f->tg[i].pid, kids, 256);
-		for (int k = 0; k < n; k++) {
-			int known = 0;
-			for (int j = 0; j < f->n; j++)
-				if (f->tg[j].pid == kids[k])
-					known = 1;
-			if (!known) {
-				struct tgt *t = follow_add(f, kids[k]);
-				if (t)
-					t->next_probe_ns = now;
-			}
-		}
-	}
+	follow_reap(f);
+	add_children(f, now);
+	int probes = 0;
 	for (int i = 0; i < f->n; i++) {
 		struct tgt *tg = &f->tg[i];
-		if (tg->dead || tg->t || now < tg->next_probe_ns)
+		if (tg->dead || tg->t)
 			continue;
+		if (now < tg->next_probe_ns) {
+			uint64_t id = exe_id(tg->pid);
+			if (!id || id == tg->exe_id)
+				continue;
+			tg->probe_wait_ns = FIRST_REPROBE_NS; /* it exec'ed: probe now */
+		}
 		char why[256];
 		int rc = follow_probe(f, tg, why, sizeof why);
-		if (rc == -LS_E_NOPID || rc == -LS_E_GONE || rc == -LS_E_ZOMBIE)
+		probes++;
+		if (rc == -LS_E_NOPID || rc == -LS_E_GONE || rc == -LS_E_ZOMBIE) {
 			tg->dead = 1;
-		else if (rc < 0)
-			tg->next_probe_ns = now + FOLLOW_REPROBE_NS;
+		} else if (rc < 0) {
+			tg->next_probe_ns = time_now_ns() + tg->probe_wait_ns;
+			tg->probe_wait_ns *= 2;
+			if (tg->probe_wait_ns > FOLLOW_REPROBE_NS)
+				tg->probe_wait_ns = FOLLOW_REPROBE_NS;
+		}
 	}
+	return probes;
 }
 
 void follow_close(struct follow *f)
 {
-	for (int i = 0; i < f->n; i++) {
-		target_close(f->tg[i].t);
-		f->tg[i].t = NULL;
-		threads_drop(&f->tg[i].threads);
-	}
+	for (int i = 0; i < f->n; i++)
+		close_tgt(&f->tg[i]);
+	free(f->tg);
+	f->tg = NULL;
+	f->n = f->cap = 0;
 }

@@ -1,6 +1,7 @@
 /* follow.h: the processes a session samples: the one it attached to or
  * launched and, with --subprocesses, its descendants, each probed for a
- * Lua VM until one shows up. */
+ * Lua VM until one shows up. A process that exits is closed and its
+ * entry freed, so a forking server can be followed for hours. */
 #ifndef LUASPY_FOLLOW_H
 #define LUASPY_FOLLOW_H
 
@@ -13,25 +14,40 @@
 /* One process of the session. */
 struct tgt {
 	pid_t pid;
+	unsigned long long start;  /* start time (stat field 22): pid + start is one process */
 	struct target *t;          /* NULL while not (yet) Lua */
 	uint64_t next_probe_ns;    /* when to probe again (while t is NULL) */
-	int dead;                  /* exited or unreadable: skipped from now on */
+	uint64_t probe_wait_ns;    /* the back-off between probes */
+	uint64_t exe_id;           /* /proc/PID/exe's device and inode at the last probe */
+	int dead;                  /* exited or unreadable: skipped, freed at the next scan */
+	int ancestor;              /* an ancestor of luaspy: it cannot exit while we wait */
 	const char *root_label;    /* interned "process PID \"cmdline\"" */
 	struct thread_list threads;/* its threads (threads.h) */
 };
 
-#define FOLLOW_MAX 256             /* processes per session, dead ones included */
-#define FOLLOW_REPROBE_NS (1000 * 1000000ull) /* between probes of a process without Lua */
+#define FOLLOW_REPROBE_NS (1000 * 1000000ull) /* longest wait between probes of a process without Lua */
+#define FOLLOW_GONE 256            /* processes remembered as gone, not to be added again */
 
 struct follow {
-	struct tgt tg[FOLLOW_MAX];
-	int n;
+	struct tgt *tg;            /* tg[0] is the root, kept until follow_close */
+	int n, cap;
 	uint64_t next_scan_ns;     /* when follow_scan looks for children again */
 	const char *runtime;       /* interned describe() of the first VM found */
+	char root_cmd[512];        /* the root's command line, when it was Lua */
+	pid_t self;                /* luaspy: never followed */
+	pid_t anc[64];             /* luaspy's ancestors, parent first */
+	int nanc;
+	struct { pid_t pid; unsigned long long start; } gone[FOLLOW_GONE]; /* freed entries, a ring */
+	int ngone;
+	unsigned long long added, freed; /* processes added and freed so far */
 };
 
-/* The entry of PID in F, added (zeroed but for pid) when new. NULL when
- * F is full. */
+/* Set F up (zeroed by the caller): note luaspy's pid and ancestors. */
+void follow_init(struct follow *f);
+
+/* The entry of PID in F, added (zeroed but for pid) when new. NULL for
+ * luaspy itself or when out of memory. The pointer is valid until the
+ * next follow_add or follow_scan. */
 struct tgt *follow_add(struct follow *f, pid_t pid);
 
 /* Open TG's process and probe it for Lua (target.h). Returns 0 with
@@ -40,13 +56,19 @@ struct tgt *follow_add(struct follow *f, pid_t pid);
  * gone, not ours to read...). No ptrace. */
 int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen);
 
-/* --subprocesses, at most every 200 ms: add the children of every live
- * process in F, then probe those without Lua whose time has come (at
- * once when new, every second after); a process found gone is marked
- * dead. */
-void follow_scan(struct follow *f);
+/* Free the entries marked dead (but the root's): close their targets
+ * and thread lists. */
+void follow_reap(struct follow *f);
 
-/* Close every process's target and thread list. */
+/* --subprocesses, at most every 10 ms: free the dead, add the children
+ * of every live process in F (luaspy excluded), then probe those without
+ * Lua whose time has come: at once when new or when they exec'ed
+ * another program, then after 20 ms doubling up to FOLLOW_REPROBE_NS. A
+ * process found gone is marked dead. Returns how many probes ran (they
+ * open files and read symbol tables: time the sampling did not have). */
+int follow_scan(struct follow *f);
+
+/* Close every process's target and thread list, free the table. */
 void follow_close(struct follow *f);
 
 #endif
