@@ -89,8 +89,14 @@ int msg_unsupported(int pid, const char *why)
 	return err_exit_code(-LS_E_UNSUPPORTED);
 }
 
-void msg_falling_behind(unsigned long long nlate, unsigned long long max_lag_ns)
+void msg_falling_behind(unsigned long long nlate, unsigned long long nticks,
+			unsigned long long max_lag_ns)
 {
-	msg_error("falling behind: %llu samples late in the last second (up to %.1f ms lag); lower the rate with -r",
-		  nlate, (double)max_lag_ns / 1e6);
+	msg_error("fell behind: %llu of %llu ticks late (up to %.1f ms lag); lower the rate with -r",
+		  nlate, nticks, (double)max_lag_ns / 1e6);
+}
+
+void msg_waiting_for_lua(int pid, double timeout_s)
+{
+	msg_error("pid %d: no Lua runtime yet; waiting up to %g s for one (--timeout)", pid, timeout_s);
 }

@@ -20,8 +20,13 @@ void msg_cannot_run(const char *cmd, int err);
  * of -LS_E_UNSUPPORTED. */
 int msg_unsupported(int pid, const char *why);
 
-/* "luaspy: falling behind: N samples late in the last second (up to L ms
- * lag); lower the rate with -r", MAX_LAG_NS the largest lag seen. */
-void msg_falling_behind(unsigned long long nlate, unsigned long long max_lag_ns);
+/* "luaspy: fell behind: N of T ticks late (up to L ms lag); lower the
+ * rate with -r", MAX_LAG_NS the largest lag seen. Once, at the end. */
+void msg_falling_behind(unsigned long long nlate, unsigned long long nticks,
+			unsigned long long max_lag_ns);
+
+/* "luaspy: pid PID: no Lua runtime yet; waiting up to T s for one
+ * (--timeout)": once, while a session waits for Lua to appear. */
+void msg_waiting_for_lua(int pid, double timeout_s);
 
 #endif

@@ -23,7 +23,9 @@
 #define MAX_STOP_RECORDS (1u << 20)
 #define HOUSEKEEP_NS (100 * 1000000ull)
 #define REFRESH_NS (1000 * 1000000ull)
-#define LAG_MSG_NS (1000 * 1000000ull)
+#define STALL_NS (100 * 1000000ull)     /* a pause in sampling this long is a stall */
+#define ANCESTOR_GRACE_NS (1000 * 1000000ull) /* see session_run */
+#define WAIT_MSG_NS (500 * 1000000ull) /* say we wait for Lua after this long */
 
 volatile int session_stop_signal;
 
@@ -86,6 +88,7 @@ static struct session *session_new(const struct cli_opts *o)
 		return NULL;
 	s->o = *o;
 	s->start_ns = time_now_ns();
+	follow_init(&s->fl);
 	sampler_opts_default(&s->so);
 	s->so.idle = o->idle;
 	s->so.native = o->native && !o->lua_only;
@@ -105,12 +108,22 @@ static struct session *session_new(const struct cli_opts *o)
 	return s;
 }
 
+/* Errors of a probe that waiting does not cure (a process that is
+ * starting, exec'ing or exiting can fail any read). */
+static int final_error(int rc)
+{
+	return rc == -LS_E_PERM || rc == -LS_E_TRACED || rc == -LS_E_ARCH32 ||
+	       rc == -LS_E_KTHREAD || rc == -LS_E_NOMEM;
+}
+
 /* Probe TG (process PID) until Lua shows up, up to O->timeout_s. Returns
  * 0 (found), 1 (the launched command ended first: nothing to sample), or
  * the last -LS_E_* (WHY filled for -LS_E_UNSUPPORTED). */
 static int wait_for_lua(struct session *s, struct tgt *tg, char *why, size_t whylen)
 {
-	uint64_t deadline = time_now_ns() + (uint64_t)(s->o.timeout_s * 1e9);
+	uint64_t t0 = time_now_ns();
+	uint64_t deadline = t0 + (uint64_t)(s->o.timeout_s * 1e9);
+	int said = 0;
 	for (;;) {
 		int rc = follow_probe(&s->fl, tg, why, whylen);
 		if (rc == 0)
@@ -118,16 +131,17 @@ static int wait_for_lua(struct session *s, struct tgt *tg, char *why, size_t why
 		child_check(&s->child);
 		if (s->child.reaped)
 			return 1;
-		/* a process that is starting, exec'ing or exiting can fail any
-		 * read: only these errors are final at once */
-		if (rc == -LS_E_PERM || rc == -LS_E_TRACED || rc == -LS_E_ARCH32 ||
-		    rc == -LS_E_KTHREAD || rc == -LS_E_NOMEM)
+		if (final_error(rc))
 			return rc;
 		if (!s->child.pid && !proc_alive(tg->pid))
 			return -LS_E_EXITED;
-		if (time_now_ns() >= deadline || session_stop_signal)
+		uint64_t now = time_now_ns();
+		if (now >= deadline || session_stop_signal)
 			return rc;
-		/* also consider children: a shell that starts Lua */
+		if (!said && now - t0 >= WAIT_MSG_NS) {
+			msg_waiting_for_lua(tg->pid, s->o.timeout_s);
+			said = 1;
+		}
 		sleep_ns(50 * 1000000ull);
 	}
 }
@@ -149,20 +163,36 @@ int session_start(const struct cli_opts *o, struct session **out)
 			return start_failed(s, lr == 1 ? 127 : msg_err_pid(0, lr));
 		pid = s->child.pid;
 	} else {
+		if (pid == s->fl.self) {
+			msg_error("pid %d is luaspy itself", (int)pid);
+			return start_failed(s, err_exit_code(LS_E_USAGE));
+		}
 		int rc = proc_check(pid);
 		if (rc < 0)
 			return start_failed(s, msg_err_pid(pid, rc));
 	}
 	struct tgt *tg = follow_add(&s->fl, pid);
+	if (!tg)
+		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	char why[512] = "";
-	int rc = wait_for_lua(s, tg, why, sizeof why);
+	int rc;
+	if (o->subprocesses) {
+		/* the root may be a shell, a supervisor, a wrapper: its
+		 * descendants are followed from their start, not after
+		 * --timeout */
+		rc = follow_probe(&s->fl, tg, why, sizeof why);
+		if (rc < 0)
+			msg_debug(1, "pid %d: no Lua runtime (yet): following its descendants", (int)pid);
+	} else {
+		rc = wait_for_lua(s, tg, why, sizeof why);
+	}
 	if (rc == 1) {
 		/* the command ended before Lua showed up: nothing to sample */
 		tg->dead = 1;
 		*out = s;
 		return 0;
 	}
-	if (rc < 0 && !o->subprocesses) {
+	if (rc < 0 && (!o->subprocesses || final_error(rc) || (rc == -LS_E_NOPID && !s->child.pid))) {
 		int code;
 		if (rc == -LS_E_UNSUPPORTED)
 			code = msg_unsupported(pid, why);
@@ -171,7 +201,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 		return start_failed(s, code);
 	}
 	if (rc < 0)
-		tg->next_probe_ns = time_now_ns() + FOLLOW_REPROBE_NS;
+		tg->next_probe_ns = time_now_ns() + tg->probe_wait_ns;
 	else
 		s->attached_ns = time_now_ns();
 	if (!o->nonblocking && stopper_start() < 0)
@@ -264,13 +294,14 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 }
 
 /* One round: every live process's threads. Returns how many processes
- * are still alive. */
-static int sample_round(struct session *s, struct profile *p)
+ * are still alive, luaspy's ancestors not counted (those in *ANC);
+ * *PROBES: how many processes were probed for Lua. */
+static int sample_round(struct session *s, struct profile *p, int *anc, int *probes)
 {
 	s->st.ticks++;
 	s->st.threads = 0;
-	if (s->o.subprocesses)
-		follow_scan(&s->fl);
+	*probes = s->o.subprocesses ? follow_scan(&s->fl) : 0;
+	*anc = 0;
 	int alive = 0, lua = 0;
 	for (int i = 0; i < s->fl.n; i++) {
 		struct tgt *tg = &s->fl.tg[i];
@@ -282,7 +313,11 @@ static int sample_round(struct session *s, struct profile *p)
 		} else if (!proc_alive(tg->pid)) {
 			tg->dead = 1;
 		}
-		if (!tg->dead)
+		if (tg->dead)
+			continue;
+		if (tg->ancestor)
+			(*anc)++;
+		else
 			alive++;
 	}
 	s->st.targets = lua;
@@ -296,9 +331,7 @@ struct loop {
 	uint64_t next_tick;        /* the next call of the caller's TICK */
 	uint64_t next_refresh;     /* the next target_refresh of every target */
 	uint64_t next_house;       /* the next child_housekeep */
-	uint64_t next_lag_msg;     /* the next "falling behind" check */
-	uint64_t late_reported;    /* st.late at the last check */
-	uint64_t max_lag;          /* largest lag since the last check */
+	uint64_t last_alive;       /* when a process not luaspy's ancestor was last alive */
 };
 
 /* Once a second: re-read the module lists (dlopen'ed modules, new
@@ -324,17 +357,29 @@ static void housekeep(struct session *s, struct loop *l, uint64_t now)
 	}
 }
 
-/* Say so at most once a second, when more than 1% of ticks are late. */
-static void report_lag(struct session *s, struct loop *l, uint64_t now)
+/* The round due at L->next starts at NOW: count a late tick (more than
+ * one interval late) and a stall (over STALL_NS), skip the missed ticks. */
+static void account_lag(struct session *s, struct loop *l, uint64_t now)
 {
-	if (now < l->next_lag_msg)
-		return;
-	uint64_t nlate = s->st.late - l->late_reported;
-	if (nlate * 100 > (uint64_t)s->o.rate_hz)
-		msg_falling_behind(nlate, l->max_lag);
-	l->late_reported = s->st.late;
-	l->max_lag = 0;
-	l->next_lag_msg = now + LAG_MSG_NS;
+	uint64_t lag = now - l->next;
+	if (lag > l->period) {
+		s->st.late++;
+		l->next += lag / l->period * l->period;
+		if (lag > s->st.max_lag_ns)
+			s->st.max_lag_ns = lag;
+	}
+	if (lag >= STALL_NS) {
+		s->st.stalls++;
+		if (lag > s->st.stall_max_ns)
+			s->st.stall_max_ns = lag;
+	}
+	l->next += l->period;
+}
+
+void session_report_lag(const struct session *s)
+{
+	if (s->st.late * 100 > s->st.ticks)
+		msg_falling_behind(s->st.late, s->st.ticks, s->st.max_lag_ns);
 }
 
 int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
@@ -344,7 +389,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
 	struct loop l = { .period = (uint64_t)(1e9 / s->o.rate_hz), .next = start,
 			  .next_tick = start + tick_ns, .next_refresh = start + REFRESH_NS,
-			  .next_house = start, .next_lag_msg = start + LAG_MSG_NS };
+			  .next_house = start, .last_alive = start };
 	for (;;) {
 		if (session_stop_signal)
 			return END_SIGNAL;
@@ -365,27 +410,27 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 				sleep_ns(until - now);
 			continue;
 		}
-		uint64_t lag = now - l.next;
-		if (lag > l.period) {
-			/* more than one interval behind: skip the missed ticks */
-			uint64_t behind = lag / l.period;
-			s->st.late += behind;
-			l.next += behind * l.period;
-			if (lag > l.max_lag)
-				l.max_lag = lag;
-		}
-		l.next += l.period;
+		account_lag(s, &l, now);
 		int first = s->st.ticks == 0;
-		int alive = sample_round(s, p);
+		int anc, probes;
+		int alive = sample_round(s, p, &anc, &probes);
 		refresh_targets(s, &l);
-		if (first) /* the first tick warms caches (symbols, protos): don't count it as lag */
+		/* the first tick warms caches (symbols, protos) and a probe
+		 * opens a new process: the start-up of an attach, not lag */
+		if (first || probes)
 			l.next = time_now_ns() + l.period;
 		housekeep(s, &l, now);
 		if (s->child.pid && s->child.reaped)
 			return END_EXITED;
-		if (!alive)
+		if (alive)
+			l.last_alive = now;
+		/* luaspy's ancestor waits for luaspy: never wait for it, but
+		 * give its other children a moment to appear */
+		if (!alive && (!anc || now - l.last_alive >= ANCESTOR_GRACE_NS)) {
+			if (anc)
+				msg_debug(1, "only luaspy's ancestors are left: ending the session");
 			return END_EXITED;
-		report_lag(s, &l, now);
+		}
 	}
 }
 
@@ -395,8 +440,8 @@ pid_t session_pid(const struct session *s) { return s->fl.n ? s->fl.tg[0].pid : 
 
 const char *session_cmdline(const struct session *s)
 {
-	if (s->fl.n && s->fl.tg[0].t)
-		return s->fl.tg[0].t->cmdline;
+	if (s->fl.root_cmd[0])
+		return s->fl.root_cmd;
 	static char buf[512];
 	if (s->o.argv) {
 		size_t n = 0;
@@ -430,8 +475,14 @@ void session_print_stats(const struct session *s, FILE *f)
 {
 	pct(f, "stopped per sample", s->stop_us, s->nstop);
 	pct(f, "unwind+walk per sample", s->walk_us, s->nstop);
-	fprintf(f, "late ticks: %llu of %llu\n", (unsigned long long)s->st.late,
-		(unsigned long long)s->st.ticks);
+	fprintf(f, "late ticks: %llu of %llu (started more than one interval late; longest lag %.1f ms)\n",
+		(unsigned long long)s->st.late, (unsigned long long)s->st.ticks,
+		(double)s->st.max_lag_ns / 1e6);
+	fprintf(f, "stalls: %llu (sampling paused for %llu ms or more; longest %.1f ms)\n",
+		(unsigned long long)s->st.stalls, STALL_NS / 1000000ull,
+		(double)s->st.stall_max_ns / 1e6);
+	if (s->o.subprocesses)
+		fprintf(f, "processes: %llu followed, %llu exited and freed\n", s->fl.added, s->fl.freed);
 	if (s->first_sample_ns)
 		fprintf(f, "time to first sample (ms): %.1f  (attach and probe %.1f)\n",
 			(double)(s->first_sample_ns - s->start_ns) / 1e6,

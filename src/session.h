@@ -17,8 +17,11 @@ struct session;
 struct session_stats {
 	uint64_t samples;        /* stacks counted */
 	uint64_t errors;         /* samples lost to errors */
-	uint64_t late;           /* ticks that started more than one period late */
+	uint64_t late;           /* ticks that started more than one period late (<= ticks) */
 	uint64_t ticks;          /* sampling rounds run */
+	uint64_t max_lag_ns;     /* the largest lag of a late tick */
+	uint64_t stalls;         /* ticks that started STALL_NS (100 ms) or more late */
+	uint64_t stall_max_ns;   /* the longest stall */
 	uint64_t elapsed_ns;     /* since the first tick */
 	int threads;             /* threads sampled in the last tick */
 	int targets;             /* processes with a Lua VM being sampled */
@@ -51,6 +54,10 @@ const char *session_runtime(const struct session *s);
 /* Command line of the main target. */
 const char *session_cmdline(const struct session *s);
 pid_t session_pid(const struct session *s);
+
+/* When more than 1% of the ticks were late: one "falling behind" line
+ * with the counts, for the summary at the end. */
+void session_report_lag(const struct session *s);
 
 /* Print --stats (stop time median/p90/p99/max, walk time) to F. */
 void session_print_stats(const struct session *s, FILE *f);
