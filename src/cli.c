@@ -318,8 +318,11 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
-	if (o->output && o->cmd == CMD_RECORD && o->format < 0)
+	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
+		if (o->format < 0)
+			return usage_error("cannot tell the format of '%s' from its extension: use .svg, .txt, .json or .pb.gz, or -f", o->output);
+	}
 	if (o->format < 0)
 		o->format = OUT_FLAMEGRAPH;
 	return 0;

@@ -1,5 +1,6 @@
 /* cmd_record.c: `luaspy record`: sample into a profile and write it. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +16,29 @@
 #include "timeutil.h"
 #include "vm.h"
 
-/* Can we create files next to PATH? 0 or -errno. */
-static int check_output_dir(const char *path)
+/* Can we write PATH? Tried before sampling, so a run is not lost to an
+ * output that cannot be written (-o /proc/x.svg): a new file is created
+ * and removed again, an existing one opened for writing, and its
+ * directory must take the temporary file out_write_file renames. 0 or
+ * -errno. */
+static int check_output(const char *path)
 {
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	close(fd);
 	char *dup = strdup(path);
 	if (!dup)
 		return -ENOMEM;
-	const char *dir = dirname(dup);
-	int rc = access(dir, W_OK | X_OK) == 0 ? 0 : -errno;
+	int rc = access(dirname(dup), W_OK | X_OK) == 0 ? 0 : -errno;
 	free(dup);
 	return rc;
 }
@@ -56,7 +72,7 @@ int cmd_record(struct cli_opts *o)
 {
 	char defname[64];
 	if (o->output) {
-		int rc = check_output_dir(o->output);
+		int rc = check_output(o->output);
 		if (rc < 0) {
 			msg_error("cannot write '%s': %s", o->output, strerror(-rc));
 			return err_exit_code(LS_E_USAGE);
@@ -103,6 +119,7 @@ int cmd_record(struct cli_opts *o)
 	if (profile_map_frames(p, resolve_line, NULL) < 0)
 		msg_debug(1, "out of memory: native frames keep no source lines");
 	int wrc = out_write_file(p, o->format, o->output);
+	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);
 	if (o->stats)

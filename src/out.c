@@ -58,6 +58,11 @@ int out_format_from_path(const char *path)
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
 		if (has_suffix(path, n, map[i].suffix))
 			return map[i].fmt;
+	const char *base = path ? strrchr(path, '/') : NULL;
+	base = base ? base + 1 : path;
+	const char *dot = base ? strrchr(base, '.') : NULL;
+	if (dot && dot != base)
+		return -1; /* out.png: not SVG under a wrong name */
 	return OUT_FLAMEGRAPH;
 }
 

@@ -13,7 +13,8 @@ enum out_format { OUT_FLAMEGRAPH = 0, OUT_FOLDED, OUT_SPEEDSCOPE, OUT_PPROF, OUT
  * -1 when unknown. */
 int out_format_parse(const char *name);
 /* Format implied by PATH's extension (.svg, .folded/.txt, .json,
- * .pb.gz/.pprof/.pb); OUT_FLAMEGRAPH when nothing matches. */
+ * .pb.gz/.pprof/.pb); OUT_FLAMEGRAPH when PATH's file name has no
+ * extension; -1 when its extension names no format (out.png). */
 int out_format_from_path(const char *path);
 /* Name of FMT as out_format_parse takes it; "unknown" when out of range. */
 const char *out_format_name(int fmt);
