@@ -9,6 +9,7 @@
 #include "follow.h"
 #include "intern.h"
 #include "msg.h"
+#include "proc_maps.h"
 #include "proc_task.h"
 #include "timeutil.h"
 #include "vm.h"
@@ -54,6 +55,22 @@ static uint64_t exe_id(pid_t pid)
 	return ((uint64_t)sb.st_dev << 40) ^ (uint64_t)sb.st_ino;
 }
 
+/* A digest of the files PID maps, 0 when unknown. Whether a process is
+ * Lua is decided by its modules (the VM's code, lua_ident): while they
+ * stay the same a new probe would say the same. */
+static uint64_t modules_digest(pid_t pid)
+{
+	struct proc_maps m = { 0 };
+	if (proc_maps_read(pid, &m) < 0)
+		return 0;
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (int i = 0; i < m.n; i++)
+		if (proc_map_is_file(&m.m[i]))
+			h = (h ^ m.m[i].start ^ (m.m[i].inode << 17)) * 0x100000001b3ull;
+	proc_maps_free(&m);
+	return h ? h : 1;
+}
+
 void follow_init(struct follow *f)
 {
 	f->self = getpid();
@@ -90,7 +107,11 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 	struct target *t;
 	int vmrc;
 	tg->exe_id = exe_id(tg->pid);
+	tg->modules = modules_digest(tg->pid);
+	uint64_t t0 = time_now_ns();
 	int rc = target_open(tg->pid, 1, &t, &vmrc, why, whylen);
+	msg_debug(2, "pid %d: probed in %.1f ms: %s", (int)tg->pid, (double)(time_now_ns() - t0) / 1e6,
+		  rc < 0 ? err_text(-rc) : vmrc < 0 ? err_text(-vmrc) : "Lua");
 	if (rc < 0)
 		return rc;
 	if (vmrc < 0) {
@@ -234,6 +255,12 @@ int follow_scan(struct follow *f)
 			if (!id || id == tg->exe_id)
 				continue;
 			tg->probe_wait_ns = FIRST_REPROBE_NS; /* it exec'ed: probe now */
+		} else if (tg->modules && modules_digest(tg->pid) == tg->modules) {
+			/* the same modules: the same answer (sleep, sh) */
+			tg->next_probe_ns = now + tg->probe_wait_ns;
+			if (tg->probe_wait_ns < FOLLOW_REPROBE_NS)
+				tg->probe_wait_ns *= 2;
+			continue;
 		}
 		char why[256];
 		int rc = follow_probe(f, tg, why, sizeof why);

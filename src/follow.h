@@ -19,6 +19,7 @@ struct tgt {
 	uint64_t next_probe_ns;    /* when to probe again (while t is NULL) */
 	uint64_t probe_wait_ns;    /* the back-off between probes */
 	uint64_t exe_id;           /* /proc/PID/exe's device and inode at the last probe */
+	uint64_t modules;          /* digest of its mapped files at the last probe */
 	int dead;                  /* exited or unreadable: skipped, freed at the next scan */
 	int ancestor;              /* an ancestor of luaspy: it cannot exit while we wait */
 	const char *root_label;    /* interned "process PID \"cmdline\"" */
@@ -63,7 +64,8 @@ void follow_reap(struct follow *f);
 /* --subprocesses, at most every 10 ms: free the dead, add the children
  * of every live process in F (luaspy excluded), then probe those without
  * Lua whose time has come: at once when new or when they exec'ed
- * another program, then after 20 ms doubling up to FOLLOW_REPROBE_NS. A
+ * another program, then after 20 ms doubling up to FOLLOW_REPROBE_NS,
+ * and only when the files they map changed since the last probe. A
  * process found gone is marked dead. Returns how many probes ran (they
  * open files and read symbol tables: time the sampling did not have). */
 int follow_scan(struct follow *f);

@@ -1,0 +1,13 @@
+#!/bin/sh
+# forker.sh LOG INTERVAL_S COUNT: a forking server's shape: every
+# INTERVAL_S seconds fork a short-lived LuaJIT child (fork_child.lua,
+# about 0.15 s of CPU), COUNT times, then wait for the last ones. Each
+# child appends its pid to LOG when done.
+d=$(dirname "$0")
+i=0
+while [ "$i" -lt "$3" ]; do
+	luajit "$d/fork_child.lua" "$1" &
+	sleep "$2"
+	i=$((i + 1))
+done
+wait
