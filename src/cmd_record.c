@@ -119,6 +119,8 @@ int cmd_record(struct cli_opts *o)
 	if (profile_map_frames(p, resolve_line, NULL) < 0)
 		msg_debug(1, "out of memory: native frames keep no source lines");
 	int wrc = out_write_file(p, o->format, o->output);
+	if (o->subprocesses && !session_runtime(s))
+		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);
