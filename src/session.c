@@ -483,10 +483,13 @@ void session_print_stats(const struct session *s, FILE *f)
 		(double)s->st.stall_max_ns / 1e6);
 	if (s->o.subprocesses)
 		fprintf(f, "processes: %llu followed, %llu exited and freed\n", s->fl.added, s->fl.freed);
-	if (s->first_sample_ns)
+	if (s->first_sample_ns && s->attached_ns)
 		fprintf(f, "time to first sample (ms): %.1f  (attach and probe %.1f)\n",
 			(double)(s->first_sample_ns - s->start_ns) / 1e6,
-			s->attached_ns ? (double)(s->attached_ns - s->start_ns) / 1e6 : 0.0);
+			(double)(s->attached_ns - s->start_ns) / 1e6);
+	else if (s->first_sample_ns) /* -s: the root was not Lua, a descendant was */
+		fprintf(f, "time to first sample (ms): %.1f\n",
+			(double)(s->first_sample_ns - s->start_ns) / 1e6);
 	for (int e = 0; e < 32; e++)
 		if (s->st.err_by_kind[e])
 			fprintf(f, "errors: %s: %llu\n", err_text(e),
