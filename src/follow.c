@@ -107,7 +107,8 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 	struct target *t;
 	int vmrc;
 	tg->exe_id = exe_id(tg->pid);
-	tg->modules = modules_digest(tg->pid);
+	uint64_t modules = modules_digest(tg->pid);
+	tg->modules = 0;
 	uint64_t t0 = time_now_ns();
 	int rc = target_open(tg->pid, 1, &t, &vmrc, why, whylen);
 	msg_debug(2, "pid %d: probed in %.1f ms: %s", (int)tg->pid, (double)(time_now_ns() - t0) / 1e6,
@@ -116,6 +117,8 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 		return rc;
 	if (vmrc < 0) {
 		target_close(t);
+		if (vmrc == -LS_E_NOTLUA) /* no Lua module: the answer until that changes */
+			tg->modules = modules;
 		return vmrc;
 	}
 	/* a young process maps libraries while we probe: read its maps again */

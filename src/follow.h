@@ -19,7 +19,7 @@ struct tgt {
 	uint64_t next_probe_ns;    /* when to probe again (while t is NULL) */
 	uint64_t probe_wait_ns;    /* the back-off between probes */
 	uint64_t exe_id;           /* /proc/PID/exe's device and inode at the last probe */
-	uint64_t modules;          /* digest of its mapped files at the last probe */
+	uint64_t modules;          /* digest of its mapped files when a probe said "not Lua", else 0 */
 	int dead;                  /* exited or unreadable: skipped, freed at the next scan */
 	int ancestor;              /* an ancestor of luaspy: it cannot exit while we wait */
 	const char *root_label;    /* interned "process PID \"cmdline\"" */
