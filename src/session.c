@@ -23,6 +23,7 @@
 #define MAX_STOP_RECORDS (1u << 20)
 #define HOUSEKEEP_NS (100 * 1000000ull)
 #define REFRESH_NS (1000 * 1000000ull)
+#define LAG_MIN_RUN_NS (1000 * 1000000ull) /* report lag of runs this long */
 #define STALL_NS (100 * 1000000ull)     /* a pause in sampling this long is a stall */
 #define ANCESTOR_GRACE_NS (1000 * 1000000ull) /* see session_run */
 #define WAIT_MSG_NS (500 * 1000000ull) /* say we wait for Lua after this long */
@@ -378,7 +379,9 @@ static void account_lag(struct session *s, struct loop *l, uint64_t now)
 
 void session_report_lag(const struct session *s)
 {
-	if (s->st.late * 100 > s->st.ticks)
+	/* a run shorter than a second (a command that exits at once) has
+	 * too few ticks to tell */
+	if (s->st.elapsed_ns >= LAG_MIN_RUN_NS && s->st.late * 100 > s->st.ticks)
 		msg_falling_behind(s->st.late, s->st.ticks, s->st.max_lag_ns);
 }
 

@@ -55,8 +55,9 @@ const char *session_runtime(const struct session *s);
 const char *session_cmdline(const struct session *s);
 pid_t session_pid(const struct session *s);
 
-/* When more than 1% of the ticks were late: one "falling behind" line
- * with the counts, for the summary at the end. */
+/* When more than 1% of the ticks of a run of a second or more were
+ * late: one "fell behind" line with the counts, for the summary at the
+ * end. */
 void session_report_lag(const struct session *s);
 
 /* Print --stats (stop time median/p90/p99/max, walk time) to F. */
