@@ -14,17 +14,7 @@
 #include "out.h"
 #include "out_fixture.h"
 #include "profile.pb-c.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do {                                           \
-	if (!(cond)) {                                                  \
-		failures++;                                             \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);                           \
-		fputc('\n', stderr);                                    \
-	}                                                               \
-} while (0)
+#include "check.h"
 
 /* Run WRITER on P into a malloc'd buffer; *LEN gets its size. */
 static char *render(int (*writer)(const struct profile *, FILE *),
@@ -760,10 +750,5 @@ int main(void)
 	test_random_names();
 	test_unused_frames();
 	test_write_file();
-	if (failures) {
-		fprintf(stderr, "t_out: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("t_out: all checks passed\n");
-	return 0;
+	return check_summary("t_out");
 }
