@@ -76,8 +76,44 @@ assert_untouched() {
 	[ "$(tracer_of "$1")" = 0 ] || fail_ "pid $1 left traced by $(tracer_of "$1")"
 }
 
-# rand_ms MAX: a random number of milliseconds in [0, MAX)
-rand_ms() { echo $(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % $1 )); }
+# Random times come from one seeded generator so a failure can be
+# replayed: the seed is LUASPY_SEED from the environment, else random; the
+# first rand_ms prints it. rand_ms MAX sets RAND_MS to a number of
+# milliseconds in [0, MAX) (a variable, not output: a $(...) subshell
+# would not advance the generator).
+_rand_state=""
+rand_ms() {
+	if [ -z "$_rand_state" ]; then
+		_rand_state=${LUASPY_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+		_rand_state=$((_rand_state % 2147483648))
+		echo "random seed $_rand_state (replay with LUASPY_SEED=$_rand_state)"
+	fi
+	_rand_state=$(( (_rand_state * 1103515245 + 12345) % 2147483648 ))
+	RAND_MS=$(( (_rand_state / 65536) % $1 ))
+}
+# wait_for TIMEOUT CMD...: run CMD every 50 ms until it succeeds; fail the
+# test (naming CMD) when TIMEOUT seconds pass first. For waits on a
+# condition instead of fixed sleeps.
+wait_for() {
+	_wf_end=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+	until "$@"; do
+		[ $(( $(date +%s%N) / 1000000 )) -lt $_wf_end ] || fail_ "waited in vain for: $*"
+		sleep 0.05
+	done
+}
+# poll_for TIMEOUT CMD...: as wait_for, but return 1 on timeout
+poll_for() {
+	_wf_end=$(( $(date +%s%N) / 1000000 + $1 * 1000 )); shift
+	until "$@"; do
+		[ $(( $(date +%s%N) / 1000000 )) -lt $_wf_end ] || return 1
+		sleep 0.05
+	done
+}
+# settled PID: not stopped and not traced (after a tracer went away, the
+# kernel's detach takes a moment)
+settled() { _s=$(proc_state "$1"); [ "$_s" != t ] && [ "$(tracer_of "$1")" = 0 ]; }
+# is_state PID LETTER: PID's scheduler state is LETTER
+is_state() { [ "$(proc_state "$1")" = "$2" ]; }
 # msleep MS
 msleep() { sleep "$(awk "BEGIN { printf \"%.3f\", $1 / 1000 }")"; }
 # iterations N_CI N_STRESS: loop count, the larger one under `make stress`
