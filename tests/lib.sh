@@ -60,6 +60,26 @@ wait_cpu() {
 	return 1
 }
 
+# expect_msg STATUS ERE CMD...: run CMD; it must exit STATUS and print
+# exactly one line on stderr, matching "^luaspy: ERE" (the messages of
+# luaspy.1, EXIT STATUS). The msg-*.test files use it.
+expect_msg() {
+	_st=$1 _pat=$2; shift 2
+	"$@" >"$TMPD/out" 2>"$TMPD/err"
+	_rc=$?
+	[ "$_rc" = "$_st" ] || fail_ "'$*' exited $_rc, expected $_st; stderr: $(cat "$TMPD/err")"
+	[ "$(wc -l <"$TMPD/err")" = 1 ] || fail_ "'$*' printed $(wc -l <"$TMPD/err") lines on stderr: $(cat "$TMPD/err")"
+	grep -q "^luaspy: $_pat" "$TMPD/err" || fail_ "'$*': stderr '$(cat "$TMPD/err")' does not match '$_pat'"
+	echo "ok: $* -> $_rc: $(cat "$TMPD/err")"
+}
+
+# all_stopped PID: every thread of PID is in state T (after kill -STOP)
+all_stopped() {
+	for _t in /proc/"$1"/task/*; do
+		[ "$(awk '{print $3}' "$_t/stat" 2>/dev/null)" = T ] || return 1
+	done
+}
+
 # proc_state PID: scheduler state letter
 proc_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
 
