@@ -73,11 +73,62 @@ expect_msg() {
 	echo "ok: $* -> $_rc: $(cat "$TMPD/err")"
 }
 
+# record_until ROUNDS OUT CHECK ARG...: run `luaspy record ARG... -f folded`
+# up to ROUNDS times, appending each round's stacks to OUT and its output
+# (stdout and stderr: the Samples line, --stats) to OUT.log, until
+# `CHECK OUT` succeeds: on a loaded machine a round may take few samples,
+# so a test waits for enough of them instead of assuming a rate. Fails the
+# test when a record fails; returns 1 when CHECK never succeeded.
+record_until() {
+	_ru_n=$1 _ru_out=$2 _ru_check=$3; shift 3
+	: >"$_ru_out"; : >"$_ru_out.log"
+	_ru_k=0
+	while [ $_ru_k -lt "$_ru_n" ]; do
+		_ru_k=$((_ru_k + 1))
+		"$LUASPY" record "$@" -f folded -o "$_ru_out.$_ru_k" >"$_ru_out.log.$_ru_k" 2>&1 ||
+			fail_ "record $* failed: $(tail -3 "$_ru_out.log.$_ru_k")"
+		cat "$_ru_out.$_ru_k" >>"$_ru_out"
+		cat "$_ru_out.log.$_ru_k" >>"$_ru_out.log"
+		"$_ru_check" "$_ru_out" && { echo "record_until: $_ru_k round(s), $(samples_in "$_ru_out") samples"; return 0; }
+	done
+	echo "record_until: $_ru_check still fails after $_ru_n rounds, $(samples_in "$_ru_out") samples"
+	return 1
+}
+# samples_in FOLDED: the number of samples in a folded-stacks file
+samples_in() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
+
 # all_stopped PID: every thread of PID is in state T (after kill -STOP)
 all_stopped() {
 	for _t in /proc/"$1"/task/*; do
 		[ "$(awk '{print $3}' "$_t/stat" 2>/dev/null)" = T ] || return 1
 	done
+}
+
+# eu_stack_compare NAME PID: stop PID, compare `luaspy dump --native-only`
+# with eu-stack thread by thread (tests/eu_stack_compare.py), resume.
+# eu-stack itself gives up inside LuaJIT's internal VM subroutines (no CFI
+# for them; luaspy falls back to a frameless leaf), so a stop that lands
+# there is retried: up to 8 stops, at least one must match exactly and
+# none may differ otherwise. Leaves $TMPD/NAME.json.
+eu_stack_compare() {
+	_ok=0
+	for _try in 1 2 3 4 5 6 7 8; do
+		kill -STOP "$2"
+		wait_for 10 all_stopped "$2"
+		eu-stack -p "$2" >"$TMPD/$1.eu" 2>"$TMPD/$1.eu.err"
+		"$LUASPY" dump --native-only --json -p "$2" >"$TMPD/$1.json" || fail_ "$1: luaspy dump failed"
+		[ "$(proc_state "$2")" = T ] || fail_ "$1: a stopped target must stay stopped"
+		python3 "$srcdir/tests/eu_stack_compare.py" "$TMPD/$1.eu" "$TMPD/$1.json" >"$TMPD/$1.cmp"
+		_rc=$?
+		cat "$TMPD/$1.cmp"
+		kill -CONT "$2"
+		wait_for 10 settled "$2"
+		assert_untouched "$2"
+		[ $_rc = 0 ] && { _ok=1; break; }
+		[ $_rc = 2 ] || fail_ "$1: stacks differ from eu-stack"
+		msleep 100  # let it run elsewhere before the next stop
+	done
+	[ $_ok = 1 ] || fail_ "$1: no stop gave equal stacks"
 }
 
 # proc_state PID: scheduler state letter
