@@ -97,6 +97,23 @@ record_until() {
 # samples_in FOLDED: the number of samples in a folded-stacks file
 samples_in() { awk '{ s += $NF } END { print s + 0 }' "$1"; }
 
+# expect_line STATUS LINE CMD...: run CMD; it must exit STATUS and print
+# exactly LINE on stderr (messages pinned verbatim)
+expect_line() {
+	_st=$1 _msg=$2; shift 2
+	"$@" >"$TMPD/out" 2>"$TMPD/err"
+	_rc=$?
+	[ "$_rc" = "$_st" ] || fail_ "'$*' exited $_rc, expected $_st; stderr: $(cat "$TMPD/err")"
+	[ "$(cat "$TMPD/err")" = "$_msg" ] || fail_ "'$*': stderr '$(cat "$TMPD/err")', expected '$_msg'"
+	echo "ok: exit $_rc: $_msg"
+}
+
+# listening PORT: a TCP socket listens on 127.0.0.1:PORT or any address
+listening() {
+	_hex=$(printf ':%04X' "$1")
+	awk -v p="$_hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' /proc/net/tcp
+}
+
 # all_stopped PID: every thread of PID is in state T (after kill -STOP)
 all_stopped() {
 	for _t in /proc/"$1"/task/*; do
