@@ -119,7 +119,8 @@ class Gen:
         if ctx.get("shape") == "vararg":
             n.vararg = True
         if ctx.get("shape") == "rec":
-            n.rec_depth = r.choice([3, 10, 30, 100, 200])
+            # 1200: deeper than the ~1024 frames luaspy keeps (issue 13, 3.)
+            n.rec_depth = r.choice([3, 10, 30, 100, 200] * 3 + [1200])
         if ctx.get("shape") == "hot":
             n.hot = True
             self.ffi_ids += 1
@@ -250,7 +251,7 @@ class Gen:
                                'function(v) local r = F.%s(v) return 1 end)'
                                % (c.name, c.name, c.name))
                 e = self.call_expr(shape, c)
-                out.append("  x = x + (tonumber(%s) or 0)" % e)
+                out.append("  x = x + (tonumber((%s)) or 0)" % e)
         if n.throws:
             out.append('  error("stackgen error in %s")' % n.name)
         if n.tail is not None:

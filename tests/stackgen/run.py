@@ -30,6 +30,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -263,7 +264,8 @@ def compare(truth, spy, is_ffi, syms):
             for i, (a, b) in enumerate(zip(truth[i1:i2], spy[j1:j2])):
                 if a.kind == "lua":
                     if a.line > 0 and a.line != b.line:
-                        kinds.append((pre + "line", "%s: dump says line %s" % (a, b.line)))
+                        kinds.append((pre + ("line" if b.line else "line-zero"),
+                                      "%s: dump says line %s" % (a, b.line)))
                     if a.name and b.name and a.name != b.name:
                         names.append((a.name, b.name, "%s:%d" % (a.chunk, a.linedefined)))
                 elif not same_c(a, b, syms, names):
@@ -327,9 +329,16 @@ def run_program(rt, seed, args, so, workdir, st):
     name, argv, _pc, family = rt
     pdir = os.path.join(workdir, name, "seed%d" % seed)
     shutil.rmtree(pdir, ignore_errors=True)
-    subprocess.run([sys.executable, os.path.join(HERE, "gen.py"), "--seed", str(seed),
-                    "--family", family, "--out", pdir, "--nodes", str(args.nodes)],
-                   check=True)
+    if args.prog:
+        # a hand-written reproducer: it requires sgmod itself (see README)
+        os.makedirs(pdir)
+        shutil.copy(args.prog, os.path.join(pdir, "prog.lua"))
+        with open(os.path.join(pdir, "ffistops.json"), "w") as f:
+            f.write("{}\n")
+    else:
+        subprocess.run([sys.executable, os.path.join(HERE, "gen.py"), "--seed", str(seed),
+                        "--family", family, "--out", pdir, "--nodes", str(args.nodes)],
+                       check=True)
     ffistops = json.load(open(os.path.join(pdir, "ffistops.json")))
     out_r, out_w = os.pipe()
     in_r, in_w = os.pipe()
@@ -352,17 +361,25 @@ def run_program(rt, seed, args, so, workdir, st):
                 break
             nstop += 1
             truth, is_ffi = parse_truth(rec, ffistops)
-            dump = subprocess.run([args.luaspy, "dump", "--pid", str(p.pid), "--json"],
-                                  capture_output=True, text=True, timeout=60)
+            vg = ["valgrind", "-q", "--error-exitcode=42"] if args.valgrind else []
+            dump = subprocess.run(vg + [args.luaspy, "dump", "--pid", str(p.pid), "--json"],
+                                  capture_output=True, text=True, timeout=300)
             st.stops += 1
-            if dump.returncode != 0:
+            if vg and dump.returncode == 42:
+                kinds = [("valgrind-error", dump.stderr.strip()[-1500:])]
+                names = []
+            elif dump.returncode < 0:
+                kinds = [("dump-crash(%s)" % signal.Signals(-dump.returncode).name,
+                          "luaspy killed by signal %d" % -dump.returncode)]
+                names = []
+            elif dump.returncode != 0:
                 kinds = [("dump-failed", "exit %d: %s" % (dump.returncode,
                                                           dump.stderr.strip()[:200]))]
                 names = []
             else:
                 spy, err = parse_dump(json.loads(dump.stdout), p.pid)
                 if err:
-                    kinds = [("walk-error", err)]
+                    kinds = [("walk-error(%s)" % "-".join(err.split()[:3]), err)]
                     names = []
                 else:
                     kinds, names = compare(truth, spy, is_ffi, Symbols(p.pid))
@@ -430,6 +447,9 @@ def main():
     ap.add_argument("--luaspy", default=os.environ.get("LUASPY", "./luaspy"))
     ap.add_argument("--known", default=os.path.join(HERE, "known.txt"))
     ap.add_argument("--keep", action="store_true", help="keep program dirs and dumps")
+    ap.add_argument("--valgrind", action="store_true",
+                    help="run luaspy under valgrind; its reports are mismatches")
+    ap.add_argument("--prog", help="run this Lua file instead of generated programs")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--program-timeout", type=float, default=120)
     ap.add_argument("--max-print", type=int, default=40,
@@ -480,11 +500,11 @@ def main():
             if not kn:
                 unknown += 1
             if printed < args.max_print:
-                log("  %s %s seed %d stop %d: %s\n      %s\n      replay: run.py --seed %d "
-                    "--runtime %s --keep%s" % (
+                log("  %s %s seed %d stop %d: %s\n      replay: run.py --seed %d "
+                    "--runtime %s --keep%s%s" % (
                         "known" if kn else "MISMATCH", k, seed, nstop, detail[:400],
-                        "program: " + pdir if args.keep else "", seed, name,
-                        " --stops %d" % args.stops if args.stops != 8 else ""))
+                        seed, name, " --stops %d" % args.stops if args.stops != 8 else "",
+                        " (kept in %s)" % pdir if args.keep else ""))
                 printed += 1
         for e in st.errors:
             log("  ERROR %s" % e)
