@@ -156,7 +156,7 @@ class Gen:
                         n.tail = c
                         continue
                 sub = dict(ctx, shape=shape)
-                if shape in ("pcall", "xpcall", "cpcall", "co_lua", "co_c", "co_wrap"):
+                if shape in ("pcall", "xpcall", "cpcall", "co_lua", "co_c"):
                     sub["protected"] = True
                 if shape == "ffi_cb":
                     sub["in_cb"] = True
