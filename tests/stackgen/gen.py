@@ -98,6 +98,7 @@ class Gen:
         self.nodes = []
         self.ffi_ids = 0
         self.ffistops = {}
+        self.leaves = []          # nodes any call shape may call again
 
     def shapes(self, ctx):
         s = ["direct"] * 4 + ["vararg", "pcall", "xpcall", "ccall", "cpcall", "index",
@@ -155,6 +156,15 @@ class Gen:
                         c = self.new_node(depth + 1, dict(ctx, shape="tail"))
                         n.tail = c
                         continue
+                if self.leaves and shape not in ("rec", "hot", "vararg") and r.random() < 0.25:
+                    # call a function that already has a caller: one
+                    # prototype reached under several names (issue 13)
+                    c = r.choice(self.leaves)
+                    if shape == "tail" and n.tail is None and not n.rec_depth and not n.hot:
+                        n.tail = c
+                    else:
+                        n.stmts.append(("call", "direct" if shape == "tail" else shape, c))
+                    continue
                 sub = dict(ctx, shape=shape)
                 if shape in ("pcall", "xpcall", "cpcall", "co_lua", "co_c"):
                     sub["protected"] = True
@@ -165,6 +175,9 @@ class Gen:
                 n.stmts.append(("call", shape, c))
         if ctx["protected"] and not ctx["in_cb"] and not n.co_body and r.random() < 0.15:
             n.throws = True
+        if (all(st[0] == "stop" for st in n.stmts) and n.tail is None and not n.throws
+                and not n.co_body and not n.rec_depth and not n.hot and not n.vararg):
+            self.leaves.append(n)
         return n
 
     # --- emission: each chunk is a list of lines; we track line numbers

@@ -237,8 +237,10 @@ def same_c(t, s, syms, names):
     return False
 
 
-def compare(truth, spy, is_ffi, syms):
-    """list of (kind, detail) mismatches and list of name differences"""
+def compare(truth, spy, is_ffi, syms, protos):
+    """list of (kind, detail) mismatches and list of name differences;
+    appends ((chunk, linedefined), truth name, dump name) of every aligned
+    Lua frame to PROTOS"""
     kinds = []
     names = []
     pre = "ffi-" if is_ffi else ""
@@ -270,6 +272,7 @@ def compare(truth, spy, is_ffi, syms):
                                       "%s: dump says line %s" % (a, b.line)))
                     if a.name and b.name and a.name != b.name:
                         names.append((a.name, b.name, "%s:%d" % (a.chunk, a.linedefined)))
+                    protos.append(((a.chunk, a.linedefined), a.name, b.name))
                 elif not same_c(a, b, syms, names):
                     co = "@coroutine" if boundary(i1 + i, i1 + i + 1) else ""
                     kinds.append((pre + "wrong-c" + co, "truth %s (%s), dump %s" % (
@@ -329,6 +332,9 @@ class Stats:
         self.names = collections.Counter()
         self.failures = []      # (seed, kind, detail, stopno, dir)
         self.errors = []        # harness-level problems
+        # (seed, chunk, linedefined) -> (truth names, dump names) counters
+        self.protos = collections.defaultdict(
+            lambda: (collections.Counter(), collections.Counter()))
 
 
 def run_program(rt, seed, args, so, workdir, st):
@@ -388,7 +394,11 @@ def run_program(rt, seed, args, so, workdir, st):
                     kinds = [("walk-error(%s)" % "-".join(err.split()[:3]), err)]
                     names = []
                 else:
-                    kinds, names = compare(truth, spy, is_ffi, Symbols(p.pid))
+                    protos = []
+                    kinds, names = compare(truth, spy, is_ffi, Symbols(p.pid), protos)
+                    for key, tn, sn in protos:
+                        st.protos[(seed,) + key][0][tn or "?"] += 1
+                        st.protos[(seed,) + key][1][sn or "?"] += 1
             if args.keep:
                 with open(os.path.join(pdir, "stop%d.truth" % nstop), "w") as f:
                     f.write("\n".join(rec) + "\n")
@@ -458,6 +468,8 @@ def main():
     ap.add_argument("--prog", help="run this Lua file instead of generated programs")
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--program-timeout", type=float, default=120)
+    ap.add_argument("--names", type=int, default=6,
+                    help="name differences and multi-name prototypes printed per runtime")
     ap.add_argument("--max-print", type=int, default=40,
                     help="mismatch lines printed per runtime")
     args = ap.parse_args()
@@ -517,8 +529,16 @@ def main():
             unknown += 1
         if st.names:
             log("  name differences (truth -> dump, prototype): %d kinds" % len(st.names))
-            for (a, b, proto), c in st.names.most_common(8):
+            for (a, b, proto), c in st.names.most_common(args.names):
                 log("    %-24s -> %-28s %s x%d" % (a, b, proto, c))
+        # one function, one name (issue 13): prototypes the dump showed
+        # under more than one name within one process
+        multi = [(k, v) for k, v in st.protos.items() if len(v[1]) > 1]
+        log("  prototypes seen %d, shown under more than one name %d" % (
+            len(st.protos), len(multi)))
+        for (sd, ch, ld), (tn, sn) in multi[:args.names]:
+            log("    seed %d %s:%d dump names %s; getinfo names %s" % (
+                sd, ch, ld, dict(sn), dict(tn)))
     if not args.keep and not args.workdir and unknown == 0:
         shutil.rmtree(workdir, ignore_errors=True)
     log("stackgen: %d runtimes, %d programs, %d stops, %d clean, %d not allow-listed" % (
