@@ -518,10 +518,11 @@ def main():
             if not kn:
                 unknown += 1
             if printed < args.max_print:
-                log("  %s %s seed %d stop %d: %s\n      replay: run.py --seed %d "
+                log("  %s %s seed %d stop %d: %s\n      replay: run.py %s "
                     "--runtime %s --keep%s%s" % (
                         "known" if kn else "MISMATCH", k, seed, nstop, detail[:400],
-                        seed, name, " --stops %d" % args.stops if args.stops != 8 else "",
+                        "--prog " + args.prog if args.prog else "--seed %d" % seed,
+                        name, " --stops %d" % args.stops if args.stops != 8 else "",
                         " (kept in %s)" % pdir if args.keep else ""))
                 printed += 1
         for e in st.errors:
