@@ -345,8 +345,12 @@ def run_program(rt, seed, args, so, workdir, st):
         # a hand-written reproducer: it requires sgmod itself (see README)
         os.makedirs(pdir)
         shutil.copy(args.prog, os.path.join(pdir, "prog.lua"))
-        with open(os.path.join(pdir, "ffistops.json"), "w") as f:
-            f.write("{}\n")
+        side = os.path.splitext(args.prog)[0] + ".ffistops.json"
+        if os.path.exists(side):
+            shutil.copy(side, os.path.join(pdir, "ffistops.json"))
+        else:
+            with open(os.path.join(pdir, "ffistops.json"), "w") as f:
+                f.write("{}\n")
     else:
         subprocess.run([sys.executable, os.path.join(HERE, "gen.py"), "--seed", str(seed),
                         "--family", family, "--out", pdir, "--nodes", str(args.nodes)],
