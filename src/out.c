@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "htab.h"
 #include "out.h"
 
 /* ------------------------------------------------------------ formats */
@@ -472,16 +473,8 @@ int out_order_init(struct out_order *o, const struct profile *p, int with_line,
 	for (size_t i = 0; i < nf; i++) {
 		out_label(profile_frame(p, (uint32_t)i), buf, sizeof buf, with_line, flags);
 		size_t l = strlen(buf);
-		if (used + l + 1 > cap) {
-			size_t ncap = cap ? cap * 2 : 1 << 16;
-			while (ncap < used + l + 1)
-				ncap *= 2;
-			char *nt = realloc(text, ncap);
-			if (!nt)
-				goto nomem;
-			text = nt;
-			cap = ncap;
-		}
+		if (array_grow(&text, &cap, used + l + 1, 1) < 0)
+			goto nomem;
 		memcpy(text + used, buf, l + 1);
 		off[i] = used;
 		o->label_len[i] = (uint32_t)l;
