@@ -18,8 +18,9 @@
  *   to an insert, doubles the slots (at least HTAB_MIN_SLOTS) when one
  *   more entry would fill more than half of them. The table is thus at
  *   most half full and probes stay short.
- * Memory bound: 8 bytes a slot and slots <= 4 * (entries + 1), so at most
- *   32 bytes per entry (plus HTAB_MIN_SLOTS * 8 bytes for small tables).
+ * Memory bound: 8 bytes a slot and slots < 4 * (entries + 1), so under
+ *   32 bytes per entry (at least HTAB_MIN_SLOTS * 8 bytes); "entries" is
+ *   the most the table held, since htab_clear keeps the slots.
  * When full: it grows; when it cannot (no memory, or HTAB_MAX_ENTRIES
  *   reached) htab_reserve returns -1 and leaves the table as it was, so
  *   the caller refuses the insert and every entry stays findable.
