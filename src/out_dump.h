@@ -7,13 +7,6 @@
 #include "frame.h"
 #include "out.h"
 
-/* Transitional: dump.c's name for out_put_json (out.h), the one JSON
- * string writer. Goes when dump.c calls out_put_json itself. */
-static inline void json_write_string(FILE *f, const char *s)
-{
-	out_put_json(f, s);
-}
-
 /* Human name of a scheduler state letter: "running", "sleeping", ... */
 const char *dump_state_name(char state);
 
