@@ -220,7 +220,7 @@ LUA
 
 # openresty_root DIR: unpack lua-nginx-module and OpenResty's LuaJIT into
 # DIR/root without installing them (they conflict with stock luajit:
-# hosts.md 2). Debs come from $LUASPY_DEB_DIR when set, else apt-get
+# docs/hosts.md §2). Debs come from $LUASPY_DEB_DIR when set, else apt-get
 # download; skips the test with the reason when neither works. Sets MOD to
 # the nginx modules folder.
 openresty_root() {
