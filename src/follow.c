@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include "err.h"
@@ -15,8 +16,18 @@
 #include "vm.h"
 
 #define CHILD_SCAN_NS (10 * 1000000ull)
+#define CHILD_SCAN_MAX_NS (200 * 1000000ull)
 #define FIRST_REPROBE_NS (20 * 1000000ull)
 #define MAX_KIDS 1024
+
+/* CPU time of this thread, ns. */
+static uint64_t cpu_now_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* PID's parent and start time (stat fields 4 and 22). 0 or -1. */
 static int stat_ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
@@ -245,9 +256,19 @@ int follow_scan(struct follow *f)
 	uint64_t now = time_now_ns();
 	if (now < f->next_scan_ns)
 		return 0;
-	f->next_scan_ns = now + CHILD_SCAN_NS;
 	follow_reap(f);
+	uint64_t cpu0 = cpu_now_ns();
 	add_children(f, now);
+	/* listing children reads a file per thread: a process of many
+	 * threads is scanned less often, so that the scan takes at most
+	 * 10% of a CPU (CPU time: being preempted on a loaded machine is
+	 * no reason to scan less), and at least every CHILD_SCAN_MAX_NS */
+	uint64_t wait = 10 * (cpu_now_ns() - cpu0);
+	if (wait < CHILD_SCAN_NS)
+		wait = CHILD_SCAN_NS;
+	if (wait > CHILD_SCAN_MAX_NS)
+		wait = CHILD_SCAN_MAX_NS;
+	f->next_scan_ns = now + wait;
 	int probes = 0;
 	for (int i = 0; i < f->n; i++) {
 		struct tgt *tg = &f->tg[i];

@@ -61,7 +61,9 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen);
  * and thread lists. */
 void follow_reap(struct follow *f);
 
-/* --subprocesses, at most every 10 ms: free the dead, add the children
+/* --subprocesses, at most every 10 ms (up to 200 ms when listing the
+ * children took over 1 ms of CPU: it reads a file per thread): free the
+ * dead, add the children
  * of every live process in F (luaspy excluded), then probe those without
  * Lua whose time has come: at once when new or when they exec'ed
  * another program, then after 20 ms doubling up to FOLLOW_REPROBE_NS,
