@@ -61,15 +61,15 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen);
  * and thread lists. */
 void follow_reap(struct follow *f);
 
-/* --subprocesses, at most every 10 ms (up to 200 ms when listing the
- * children took over 1 ms of CPU: it reads a file per thread): free the
- * dead, add the children
- * of every live process in F (luaspy excluded), then probe those without
- * Lua whose time has come: at once when new or when they exec'ed
- * another program, then after 20 ms doubling up to FOLLOW_REPROBE_NS,
- * and only when the files they map changed since the last probe. A
- * process found gone is marked dead. Returns how many probes ran (they
- * open files and read symbol tables: time the sampling did not have). */
+/* --subprocesses, every 10 ms (up to 200 ms when listing the children,
+ * a file read per thread, took over 1 ms of CPU): free the dead, add the
+ * children of every live process in F (luaspy excluded), then probe
+ * those without Lua whose time has come: at once when new or when they
+ * exec'ed another program, then after 20 ms doubling up to
+ * FOLLOW_REPROBE_NS, and only when the files they map changed since a
+ * probe said "not Lua". A process found gone is marked dead. Returns how
+ * many probes ran (they open files and read symbol tables: time the
+ * sampling did not have). */
 int follow_scan(struct follow *f);
 
 /* Close every process's target and thread list, free the table. */
