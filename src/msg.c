@@ -100,3 +100,9 @@ void msg_waiting_for_lua(int pid, double timeout_s)
 {
 	msg_error("pid %d: no Lua runtime yet; waiting up to %g s for one (--timeout)", pid, timeout_s);
 }
+
+int msg_self(int pid)
+{
+	msg_error("pid %d is luaspy itself", pid);
+	return err_exit_code(LS_E_USAGE);
+}

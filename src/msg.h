@@ -29,4 +29,7 @@ void msg_falling_behind(unsigned long long nlate, unsigned long long nticks,
  * (--timeout)": once, while a session waits for Lua to appear. */
 void msg_waiting_for_lua(int pid, double timeout_s);
 
+/* "luaspy: pid PID is luaspy itself"; returns the usage exit status. */
+int msg_self(int pid);
+
 #endif

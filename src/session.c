@@ -165,8 +165,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 		pid = s->child.pid;
 	} else {
 		if (pid == s->fl.self) {
-			msg_error("pid %d is luaspy itself", (int)pid);
-			return start_failed(s, err_exit_code(LS_E_USAGE));
+			return start_failed(s, msg_self(pid));
 		}
 		int rc = proc_check(pid);
 		if (rc < 0)
