@@ -1236,7 +1236,7 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	return FAIL(-LS_E_GARBAGE, "no consistent top frame (Lua only)");
 }
 
-static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *w,
 		   struct walk_info *info)
 {
 	struct lj_overlays ov;
@@ -1578,39 +1578,6 @@ out:
 		free(fb);
 		return rc;
 	}
-	/* fuse C functions with the native frame just inside their VM frame
-	 * when libdw names it; else replace an unnamed native frame that
-	 * starts at the C function with the Lua-side name */
-	struct lua_segment_old extra[MAX_SEGS];
-	int nextra = 0;
-	for (int k = 0; k < nsegs; k++) {
-		struct lua_segment_old *sg = &segs[k];
-		int i = sg->native_index;
-		if (sg->n == 0 || sg->f[0].kind != FRAME_C || !sg->f[0].addr || i == 0)
-			continue;
-		struct sym_info si;
-		const struct native_frame *nf2 = &ns.f[i - 1];
-		symtab_lookup(t->sym, nf2->pc, !(nf2->flags & NF_LEAF), &si);
-		if (si.func_start == sg->f[0].addr)
-			continue; /* merge_stacks fuses them */
-		/* start of the native function from its FDE */
-		uint64_t a = nf2->pc - ((nf2->flags & NF_LEAF) ? 0 : 1);
-		if (symtab_fde_start(t->sym, a, NULL) != sg->f[0].addr)
-			continue;
-		if (nextra < MAX_SEGS && sg->f[0].name[0] != '[') {
-			struct frame *cfr = &sg->f[0];
-			cfr->module = si.module;
-			extra[nextra].native_index = i - 1;
-			extra[nextra].replace = 1;
-			extra[nextra].f = cfr;
-			extra[nextra].n = 1;
-			nextra++;
-		}
-		sg->f++;
-		sg->n--;
-	}
-	for (int k = 0; k < nextra && nsegs < MAX_SEGS; k++)
-		segs[nsegs++] = extra[k];
 	int lua = 0;
 	for (int k = 0; k < nsegs; k++)
 		lua += segs[k].n;
@@ -1622,10 +1589,20 @@ out:
 		for (int k = 0; k < vm->ng; k++)
 			lj_learn_names(vm, &t->mem.base, vm->g[k]);
 	}
-	int mr = merge_stacks_old(t->sym, &ns, segs, nsegs, out);
+	/* the segments, with TS->native rewritten past trace mcode or a
+	 * restart, go to the sampler's one merge (merge.c, which also fuses
+	 * a C function with its native frame) */
+	int mr = 0;
+	for (int k = 0; k < nsegs && mr == 0; k++) {
+		mr = lua_walk_segment(w, segs[k].native_index, segs[k].replace);
+		for (int j = 0; j < segs[k].n && mr == 0; j++)
+			mr = lua_walk_push(w, &segs[k].f[j]);
+	}
 	free(fb);
 	if (mr < 0)
 		return mr;
+	if (ns.n != ts->native.n || memcmp(ns.f, ts->native.f, (size_t)ns.n * sizeof *ns.f))
+		ts->native = ns;
 	info->lua_frames = lua;
 	/* g->vmstate: a trace number, or a state (GC, trace exit...) that
 	 * may also have been entered from a trace (info->trace says which) */
@@ -1791,9 +1768,9 @@ static void lj_discover_scan(struct vm *vm, struct target *t)
  * lj_discover() after the release; the sample itself keeps what the walk
  * found. */
 static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *ts,
-			   struct stack *out, struct walk_info *info)
+			   struct lua_walk *w, struct walk_info *info)
 {
-	int rc = lj_walk(vm, t, ts, out, info);
+	int rc = lj_walk(vm, t, ts, w, info);
 	if (scan_due(vm, t)) {
 		if (ts->held)
 			info->discover = 1;
@@ -1816,7 +1793,7 @@ const struct vm_ops vm_luajit_ops = {
 	.family = "luajit",
 	.probe = lj_probe,
 	.capture = lj_capture,
-	.walk_merged = lj_walk_or_scan,
+	.walk = lj_walk_or_scan,
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
 	.discover = lj_discover,
