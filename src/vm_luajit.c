@@ -30,7 +30,6 @@
 #include "merge.h"
 #include "msg.h"
 #include "proc_maps.h"
-#include "timeutil.h"
 #include "vm_luajit.h"
 
 #define SNAP_MAGIC 0x4c4a5331u
@@ -95,7 +94,15 @@ struct ctx {
 	struct mem *m;
 	int fr2;
 	int steps;           /* global bound on reads/iterations */
+	int name_miss;       /* a C function had no name (VM_DISC_NAMES) */
 };
+
+/* A context reading through M (T may be NULL: no symbols). */
+static struct ctx ctx_make(struct vm *vm, struct target *t, struct mem *m)
+{
+	return (struct ctx){ .vm = vm, .t = t, .l = vm->lay, .ol = vm->ol, .m = m,
+			     .fr2 = !!(vm->lay->flags & LJL_GC64) };
+}
 
 #define STEP(c) do { if (++(c)->steps > 200000) return -LS_E_GARBAGE; } while (0)
 
@@ -578,7 +585,7 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
 	}
 	if (!n && !(ffid > 1 && c->vm->ffname[ffid]))
-		c->vm->name_miss = 1;
+		c->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
 	fr->addr = in_vm(c->vm, f) ? 0 : f;
 	return 0;
@@ -1017,8 +1024,9 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		for (int i = 0; i < vm->ng; i++)
 			if (vm->g[i] == cand)
 				g = cand;
+		/* a new one is used now and adopted by discovery */
 		if (!g && (in_vm(vm, ts->regs.rip) || on_trace_gc64(vm, t, ts->regs.rip)) &&
-		    lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
+		    lj_state_usable(vm, &t->mem.base, cand, "DISPATCH register"))
 			g = cand;
 	}
 	if (!g && tb->g)
@@ -1127,10 +1135,7 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 	}
 	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
 		return -LS_E_FAULT;
-	for (int i = 0; i < c->vm->ng; i++)
-		if (c->vm->g[i] == *g)
-			return 0;
-	if (lj_add_g(c->vm, &c->t->mem.base, *g, "cframe anchor") >= 0)
+	if (lj_state_usable(c->vm, &c->t->mem.base, *g, "cframe anchor"))
 		return 0;
 	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
@@ -1240,8 +1245,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		   struct walk_info *info)
 {
 	struct lj_overlays ov;
-	struct ctx c = { vm, t, vm->lay, vm->ol, setup_mem(vm, ts, &ov),
-			 !!(vm->lay->flags & LJL_GC64), 0 };
+	struct ctx c = ctx_make(vm, t, setup_mem(vm, ts, &ov));
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
 	int have = s->magic == SNAP_MAGIC && s->have;
 	memset(info, 0, sizeof *info);
@@ -1574,6 +1578,13 @@ out:
 	if (rc < 0)
 		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
 			  lj_why ? lj_why : "?");
+	/* what discovery should do after this walk: learn names again
+	 * (modules required after the probe), adopt the states this walk or
+	 * a capture met, or look for one when none is known */
+	if (c.name_miss)
+		info->discover |= VM_DISC_NAMES;
+	if (vm->ncand > 0 || (vm->ng == 0 && vm->quick && t->sym))
+		info->discover |= VM_DISC_STATES;
 	if (rc < 0 && nsegs == 0) {
 		free(fb);
 		return rc;
@@ -1581,14 +1592,6 @@ out:
 	int lua = 0;
 	for (int k = 0; k < nsegs; k++)
 		lua += segs[k].n;
-	/* modules required after the probe: learn their names again, rarely */
-	vm->walks++;
-	if (vm->name_miss && vm->walks - vm->relearn_at >= (vm->relearn_at ? 500u : 20u)) {
-		vm->relearn_at = vm->walks;
-		vm->name_miss = 0;
-		for (int k = 0; k < vm->ng; k++)
-			lj_learn_names(vm, &t->mem.base, vm->g[k]);
-	}
 	/* the segments, with TS->native rewritten past trace mcode or a
 	 * restart, go to the sampler's one merge (merge.c, which also fuses
 	 * a C function with its native frame) */
@@ -1645,7 +1648,7 @@ static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t bas
 
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max)
 {
-	struct ctx c = { vm, NULL, vm->lay, vm->ol, m, !!(vm->lay->flags & LJL_GC64), 0 };
+	struct ctx c = ctx_make(vm, NULL, m);
 	uint8_t h[128];
 	if (mem_read(m, L, h, vm->ol->L_stacksize + 4) < 0)
 		return -LS_E_FAULT;
@@ -1662,7 +1665,7 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 				    const struct stack *st),
 			 void *arg)
 {
-	struct ctx c = { vm, t, vm->lay, vm->ol, &t->mem.base, !!(vm->lay->flags & LJL_GC64), 0 };
+	struct ctx c = ctx_make(vm, t, &t->mem.base);
 	int count = 0;
 	struct stack st = { 0 };
 	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
@@ -1737,63 +1740,37 @@ static void lj_close(struct vm *vm)
 	free(vm);
 }
 
-#define SCAN_FIRST_NS (200 * 1000000ull)   /* first retry; doubles up to */
-#define SCAN_MAX_NS (10 * 1000000000ull)    /* this */
-
-/* No state known yet (record/top skip the probe's heap scan) and the
- * backoff since the last scan has run out? */
-static int scan_due(const struct vm *vm, const struct target *t)
-{
-	return vm->ng == 0 && t->sym && vm_probe_quick &&
-	       (!vm->scan_ns || time_now_ns() - vm->scan_ns >= vm->scan_wait_ns);
-}
-
-/* vm_ops.discover: the heap scan, when due, with its backoff. */
-static void lj_discover_scan(struct vm *vm, struct target *t)
-{
-	if (!scan_due(vm, t))
-		return;
-	vm->scan_ns = time_now_ns();
-	vm->scan_wait_ns = !vm->scan_wait_ns ? SCAN_FIRST_NS :
-			   vm->scan_wait_ns < SCAN_MAX_NS / 2 ? vm->scan_wait_ns * 2 : SCAN_MAX_NS;
-	lj_scan_heap(vm, t);
-}
-
-/* lj_walk, then the heap scan the probe left out when no state is known
- * yet (a thread in C code with no Lua below it, --lua-only or
- * --nonblocking without registers): once, then again after 0.2 s, 0.4 s... (at
- * most 10 s apart) while none turns up (a launched program creates its
- * state later; a scan costs up to a second on a big heap). A walk
- * that holds the thread (--blocking, dump) leaves the scan to
- * lj_discover() after the release; the sample itself keeps what the walk
+/* vm_ops.discover, after the release (sampler.c runs it, with the
+ * back-off): adopt the states captures and walks met; when still none is
+ * known (record/top skip the probe's heap scan), scan the heap (a
+ * launched program creates its state later; a scan costs up to a second
+ * on a big heap); learn library names again. Returns states and names
  * found. */
-static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *ts,
-			   struct lua_walk *w, struct walk_info *info)
-{
-	int rc = lj_walk(vm, t, ts, w, info);
-	if (scan_due(vm, t)) {
-		if (ts->held)
-			info->discover = 1;
-		else
-			lj_discover_scan(vm, t);
-	}
-	return rc;
-}
-
-/* TRANSITIONAL: the sampler's discover() entry */
 static int lj_discover(struct vm *vm, struct target *t, unsigned what)
 {
-	(void)what;
-	int before = vm->ng;
-	lj_discover_scan(vm, t);
-	return vm->ng - before;
+	struct mem *m = &t->mem.base;
+	int found = 0;
+	if (what & VM_DISC_STATES) {
+		int before = vm->ng;
+		lj_adopt_candidates(vm, m);
+		if (vm->ng == 0 && vm->quick && t->sym)
+			lj_scan_heap(vm, t);
+		found += vm->ng - before;
+	}
+	if (what & VM_DISC_NAMES) {
+		int before = vm->nnames;
+		for (int k = 0; k < vm->ng; k++)
+			lj_learn_names(vm, m, vm->g[k]);
+		found += vm->nnames - before;
+	}
+	return found;
 }
 
 const struct vm_ops vm_luajit_ops = {
 	.family = "luajit",
 	.probe = lj_probe,
 	.capture = lj_capture,
-	.walk = lj_walk_or_scan,
+	.walk = lj_walk,
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
 	.discover = lj_discover,

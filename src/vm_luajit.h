@@ -160,13 +160,19 @@ struct vm {
 	struct lj_namecache nc[LJ_NAME_CACHE];
 	struct lj_tidbuf tb[LJ_TID_CACHE];
 	unsigned clock;
-	unsigned walks;              /* walks done */
-	unsigned relearn_at;         /* walk count of the last name refresh */
-	int name_miss;               /* a C function had no name: refresh later */
+	/* states met by captures and walks but not in g[]: requests to
+	 * discovery (lj_discover() moves the valid ones to g[], the others to
+	 * bad_g[]); captures and walks use the valid ones meanwhile */
+	struct lj_cand {
+		uint64_t g;
+		const char *how;     /* "DISPATCH register", "cframe anchor" */
+		int ok;              /* lj_check_g() passed */
+	} cand[LJ_MAX_STATES];
+	int ncand;
+	int quick;               /* probed with VM_PROBE_QUICK: the heap scan is
+	                          * left to discovery, when no state turned up */
 	char desc[160];
 	const char *how;             /* how the states were found */
-	uint64_t scan_ns;            /* last heap scan (time_now_ns), 0 = none */
-	uint64_t scan_wait_ns;       /* until the next one while no state is known */
 };
 
 /* The thread snapshot kept in thread_snap.vm_data. */
@@ -184,8 +190,18 @@ struct lj_snap {
 int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen);
 /* Validate G as a global_State of layout VM->lay. 0 or -LS_E_GARBAGE. */
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
-/* Add G (validated) to VM's states; returns index or -1. */
+/* Add G (validated) to VM's states; returns index or -1. Discovery
+ * only (probe, lj_discover), never a capture or a walk. */
 int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* For captures and walks: may G be used as a state? 1 when known or a
+ * valid candidate, 0 when refused. A new G is validated (lj_check_g,
+ * reads through M only) and queued in VM->cand for lj_discover(), found
+ * by HOW; nothing else changes. */
+int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* Discovery for the candidates queued by lj_state_usable(): the valid
+ * ones become states (lj_add_g), the others are remembered as refused.
+ * Returns the states added. */
+int lj_adopt_candidates(struct vm *vm, struct mem *m);
 /* Scan writable anonymous memory (bounded: 512 MiB) for main lua_States
  * and add the valid ones (luajit.md 8.5). Runs on a running target: the
  * fallback when neither symbols nor registers nor cframes named a state. */

@@ -218,6 +218,33 @@ int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how)
 	return vm->ng++;
 }
 
+int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how)
+{
+	for (int i = 0; i < vm->ng; i++)
+		if (vm->g[i] == g)
+			return 1;
+	for (int i = 0; i < vm->nbad; i++)
+		if (vm->bad_g[i] == g)
+			return 0;
+	for (int i = 0; i < vm->ncand; i++)
+		if (vm->cand[i].g == g)
+			return vm->cand[i].ok;
+	int ok = lj_check_g(vm, m, g) == 0;
+	if (vm->ncand < LJ_MAX_STATES)
+		vm->cand[vm->ncand++] = (struct lj_cand){ g, how, ok };
+	return ok;
+}
+
+int lj_adopt_candidates(struct vm *vm, struct mem *m)
+{
+	int before = vm->ng;
+	int n = vm->ncand;
+	vm->ncand = 0;
+	for (int i = 0; i < n; i++)
+		lj_add_g(vm, m, vm->cand[i].g, vm->cand[i].how);
+	return vm->ng - before;
+}
+
 /* State from a symbol holding a lua_State pointer. */
 static void probe_sym_state(struct vm *vm, struct target *t, const char *sym)
 {
@@ -549,7 +576,8 @@ int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
 	 * for a 1 GiB heap). The first sample of a thread in VM code or on a
 	 * trace names its state by DISPATCH (r14), one with Lua below it by
 	 * a cframe; the walk scans the heap only when a sample found neither. */
-	if (vm->ng == 0 && !vm_probe_quick)
+	vm->quick = vm_probe_quick;
+	if (vm->ng == 0 && !vm->quick)
 		lj_scan_heap(vm, t);
 	if (vm->ng == 0)
 		msg_debug(1, "luajit: no global_State from symbols; threads in VM code will add theirs");
