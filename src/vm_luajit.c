@@ -95,6 +95,7 @@ struct ctx {
 	int fr2;
 	int steps;           /* global bound on reads/iterations */
 	int name_miss;       /* a C function had no name (VM_DISC_NAMES) */
+	const char *why;     /* where the walk failed last (FAIL), or NULL */
 };
 
 /* A context reading through M (T may be NULL: no symbols). */
@@ -106,9 +107,8 @@ static struct ctx ctx_make(struct vm *vm, struct target *t, struct mem *m)
 
 #define STEP(c) do { if (++(c)->steps > 200000) return -LS_E_GARBAGE; } while (0)
 
-/* Where the last walk failed (for -v -v). */
-static const char *lj_why;
-#define FAIL(e, w) (lj_why = (w), (e))
+/* Fail with E, noting why in the context C in scope (for -v -v). */
+#define FAIL(e, w) (c->why = (w), (e))
 
 static int rd_ref(struct ctx *c, uint64_t a, uint64_t *v)
 {
@@ -606,7 +606,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 {
 	int n = 0;
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
-	lj_why = NULL;
+	c->why = NULL;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -1241,385 +1241,438 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	return FAIL(-LS_E_GARBAGE, "no consistent top frame (Lua only)");
 }
 
-static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *w,
+/* One walk of one thread: what it reads through and what it builds.
+ * Lives on the caller's stack (nothing static): walks are reentrant. */
+struct wctx {
+	struct ctx c;                /* reader over the copies made at capture */
+	struct thread_snap *ts;
+	const struct lj_snap *s;
+	int have;                    /* S's global_State fields were read */
+	struct native_stack *ns;     /* = &ts->native, rewritten past restarts */
+	struct native_stack *tmp;    /* restart unwinds (allocated on first use) */
+	struct lua_walk *lw;         /* the segments produced */
+	struct walk_info *info;
+	struct frame *fb;            /* scratch frames of one segment (MAX_LFRAMES) */
+	int nf;                      /* Lua frames produced so far */
+	int nsegs;                   /* segments produced so far */
+	/* where the VM frames start, and the trace the thread was stopped on */
+	int first_vm;                /* native index of the first VM frame, -1 none */
+	int nocfi;                   /* native index of the first pc outside any module, -1 */
+	int synth;                   /* the native stack was restarted at cur_L's cframe */
+	int trace_n;                 /* trace number running, 0 none */
+	uint64_t trace_T, trace_addr;
+	/* the thread being walked, the threads met */
+	struct segwalk sw;
+	uint64_t seenL[MAX_SEGS];
+	int nseen;
+	uint64_t met[LJ_RECENT];     /* innermost first, for copy_parents() */
+	int nmet;
+	int innermost;               /* no Lua frame emitted yet */
+	uint64_t chain_next;         /* PREV of the last cframe walked */
+};
+
+/* Unwind again from cframe CF (rip at the VM start, where the VM's CFI
+ * rule holds) and put its frames from SKIP on at native index AT on.
+ * Returns the frames unwound (0: none, the native stack is unchanged)
+ * or -LS_E_NOMEM. */
+static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
+{
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	struct user_regs_struct r = w->ts->regs;
+	r.rip = w->c.vm->vm_start;
+	r.rsp = cf;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	int k = at;
+	for (int j = skip; j < n2 && k < UNWIND_MAX_FRAMES; j++)
+		w->ns->f[k++] = w->tmp->f[j];
+	w->ns->n = k;
+	w->ns->truncated = w->tmp->truncated;
+	return n2;
+}
+
+/* Find the first VM frame, and a thread on a JIT trace: the native walk
+ * stops (or goes astray) at the mcode, which has no CFI; restart from
+ * cur_L's cframe and find the trace that holds the pc (docs/luajit.md
+ * §10.5). Returns 0 or -LS_E_NOMEM. */
+static int restart_after_trace(struct wctx *w)
+{
+	struct ctx *c = &w->c;
+	const struct lj_snap *s = w->s;
+	struct native_stack *ns = w->ns;
+	w->first_vm = w->nocfi = -1;
+	for (int i = 0; i < ns->n; i++) {
+		if (in_vm(c->vm, ns->f[i].pc)) {
+			w->first_vm = i;
+			break;
+		}
+		if (w->nocfi < 0 && !symtab_module_at(c->t->sym, ns->f[i].pc - (i ? 1 : 0), NULL, NULL))
+			w->nocfi = i;
+	}
+	uint64_t cf = 0, L2, g2;
+	if (w->nocfi < 0 || !w->have || !s->cur_L ||
+	    mem_read_u64(c->m, s->cur_L + c->ol->L_cframe, &cf) < 0)
+		return 0;
+	cf &= ~3ull;
+	if (cframe_L(c, cf, &L2, &g2) < 0 || L2 != s->cur_L)
+		return 0;
+	int nocfi = w->nocfi;
+	uint64_t sp = ns->f[nocfi].sp;
+	w->trace_addr = ns->f[nocfi].pc;
+	int n2 = restart_unwind(w, cf, nocfi, 0);
+	if (n2 < 0)
+		return n2;
+	if (n2 > 0) {
+		ns->f[nocfi].flags &= ~NF_LEAF;
+		w->first_vm = nocfi;
+		w->synth = 1;
+	}
+	msg_debug(3, "luajit: on trace: native frame %d pc 0x%llx sp 0x%llx, cframe 0x%llx (cframe - sp = %lld)",
+		  nocfi, (unsigned long long)w->trace_addr, (unsigned long long)sp,
+		  (unsigned long long)cf, (long long)(cf - sp));
+	if (trace_find(c, s->g, s->vmstate, w->trace_addr, &w->trace_T, &w->trace_n) < 0) {
+		w->trace_n = 0;
+		w->trace_T = 0;
+	} else if (msg_verbose >= 3) {
+		uint16_t spadj = 0;
+		mem_read_u16(c->m, w->trace_T + c->ol->tr_spadjust, &spadj);
+		msg_debug(3, "luajit: trace %d spadjust %u", w->trace_n, spadj);
+	}
+	return 0;
+}
+
+/* -v -v -v: what native frame I and the memory at CF looked like when
+ * no cframe was found there. */
+static void debug_no_cframe(struct wctx *w, int i, uint64_t cf, uint64_t L)
+{
+	struct ctx *c = &w->c;
+	const struct lj_snap *s = w->s;
+	const struct native_stack *ns = w->ns;
+	msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d, cur_L 0x%llx, segment L 0x%llx bottom %d, resumes %d",
+		  w->have ? s->vmstate : 99, ns->n, w->first_vm, w->nocfi, w->synth, w->trace_n,
+		  (unsigned long long)(w->have ? s->cur_L : 0), (unsigned long long)w->sw.L, w->sw.bottom,
+		  (L && w->sw.L) ? resumes(c, L, w->sw.L) : -1);
+	if (msg_verbose < 3)
+		return;
+	for (int j = 0; j < ns->n && j < 8; j++)
+		msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
+			  (unsigned long long)ns->f[j].pc, (unsigned long long)ns->f[j].sp,
+			  in_vm(c->vm, ns->f[j].pc) ? " VM" : "", ns->f[j].flags);
+	uint64_t q[12] = { 0 };
+	mem_read(c->m, cf, q, sizeof q);
+	uint8_t g1 = 0xee, g2 = 0xee;
+	mem_read_u8(c->m, q[2] + 9, &g1);
+	mem_read_u8(&c->t->mem.base, q[2] + 9, &g2);
+	msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
+		  (unsigned long long)(w->have ? s->cur_L : 0));
+	msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
+		  (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2],
+		  (unsigned long long)q[3], (unsigned long long)q[4], (unsigned long long)q[5],
+		  (unsigned long long)q[6], (unsigned long long)q[7], (unsigned long long)q[8],
+		  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
+}
+
+/* The cframe of VM native frame I: its rsp, or, where the VM's one CFI
+ * rule (CFA = rsp+80) is off, one found nearby; then the native stack is
+ * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, or
+ * -LS_E_* when there is none. */
+static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_t *g)
+{
+	struct ctx *c = &w->c;
+	*cf = w->ns->f[i].sp;
+	*L = *g = 0;
+	if (cframe_L(c, *cf, L, g) == 0)
+		return 0;
+	/* The VM calls a few internal subroutines (vm_mod, vm_floor...) with
+	 * `call`: stopped there, rsp is the cframe minus one or two return
+	 * addresses. In the trace exit handler (registers pushed below the
+	 * cframe) the innermost cframe is cur_L's. */
+	uint64_t ccf = 0;
+	if (w->innermost && w->have && w->s->cur_L &&
+	    mem_read_u64(c->m, w->s->cur_L + c->ol->L_cframe, &ccf) == 0)
+		ccf &= ~3ull;
+	/* ... and a parent thread that resumed a coroutine from a trace has
+	 * its cframe further up: accept an address whose SAVE_L is a thread
+	 * that names it as its cframe */
+	for (int d = 8; d <= 32 + 1024; d += 8) {
+		uint64_t try = d <= 24 ? *cf + d : d == 32 ? ccf : *cf + d - 32;
+		if (d == 32 && (!ccf || ccf <= *cf || ccf - *cf > 8192))
+			continue;
+		if (d > 32) {
+			uint64_t l2 = 0, lcf2 = 0;
+			uint8_t gct2 = 0;
+			if (!w->sw.L || rd_ref(c, try + c->l->cf_L, &l2) < 0 || !l2 ||
+			    mem_read_u8(c->m, l2 + c->ol->gct, &gct2) < 0 || gct2 != 6 ||
+			    mem_read_u64(c->m, l2 + c->ol->L_cframe, &lcf2) < 0 || (lcf2 & ~3ull) != try)
+				continue;
+		}
+		if (cframe_L(c, try, L, g) < 0)
+			continue;
+		msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i, (long long)(try - *cf));
+		*cf = try;
+		int rc = restart_unwind(w, try, i + 1, 1);
+		if (rc < 0)
+			return rc;
+		w->ns->f[i].sp = try;
+		break;
+	}
+	int rc = cframe_L(c, *cf, L, g);
+	if (rc == 0)
+		return 0;
+	debug_no_cframe(w, i, *cf, *L);
+	msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
+		  i, (unsigned long long)w->ns->f[i].pc, (unsigned long long)*cf, c->why ? c->why : "?");
+	return FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
+}
+
+/* Candidate (BASE, PC, check) triples for the top frame of thread L,
+ * best first; returns how many (at most MAX). */
+struct topcand {
+	uint64_t base, pc;
+	int mode;                    /* base_ok()'s NEED_LUA */
+};
+
+static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t base,
+			  struct topcand *cand, int max, int *glue)
+{
+	struct ctx *c = &w->c;
+	const struct lj_snap *s = w->s;
+	int nc = 0;
+#define CAND(b_, p_, m_) do { if (nc < max) cand[nc++] = (struct topcand){ (b_), (p_), (m_) }; } while (0)
+	uint64_t savepc = 0;
+	rd_ref(c, cf + c->l->cf_pc, &savepc);
+	if (savepc == L)
+		savepc = 0;
+	int cur = w->have && L == s->cur_L;
+	uint64_t mask = c->fr2 ? ~0ull : 0xffffffffull;
+	uint64_t rdx = w->ts->regs.rdx & mask, rbx = w->ts->regs.rbx & mask;
+	*glue = 0;
+	if (w->innermost && cur && (w->trace_n || w->synth)) {
+		/* on a trace: BASE is rdx while in mcode (it moves when the
+		 * trace returns below its start), else the BASE the trace was
+		 * entered with */
+		uint64_t tpc = w->trace_n ? trace_pc(c, w->trace_T, w->trace_addr) : 0;
+		if (w->nocfi == 0) {
+			CAND(rdx, tpc, 1);
+			CAND(rdx, 0, 3);
+		}
+		if (s->jit_base) {
+			CAND(s->jit_base, tpc, 1);
+			CAND(s->jit_base, 0, 3);
+		}
+		/* a continuation frame (trace stitching) pushed above that
+		 * BASE: its function is two slots up */
+		if (w->nocfi == 0)
+			CAND(rdx + 16, 0, 3);
+		if (s->jit_base)
+			CAND(s->jit_base + 16, 0, 3);
+	} else if (w->innermost && i == 0) {
+		/* stopped in VM code: BASE = rdx, PC = rbx; a Lua function or
+		 * an ASM fast function runs there; at a call/return BASE is
+		 * set before PC */
+		CAND(rdx, rbx, 2);
+		CAND(rdx, 0, 3);
+		*glue = 1;
+	} else {
+		const struct native_frame *nf = &w->ns->f[i];
+		uint64_t vrbx = (nf->regs_valid & (1u << UREG_RBX)) ? nf->regs[UREG_RBX] & mask : 0;
+		CAND(base, vrbx, 1);
+		CAND(base, savepc, 1);
+		if (w->innermost && cur && s->vmstate == -1) {
+			CAND(rdx, vrbx, 1);
+			CAND(rdx, savepc, 1);
+		}
+		CAND(base, 0, 0);
+		CAND(base, 0, 3);
+	}
+#undef CAND
+	return nc;
+}
+
+/* Pick the top frame of thread L (new in this walk) at VM native frame
+ * I: the first candidate whose frames walk cleanly down to the cframe
+ * wins and starts W->sw. 1 when found, 0 for VM entry/exit glue (no Lua
+ * frame of this cframe yet), or -LS_E_*. */
+static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t stack,
+			  uint64_t base, uint64_t floor)
+{
+	struct ctx *c = &w->c;
+	struct topcand cand[12];
+	int glue;
+	int nc = top_candidates(w, i, cf, L, base, cand, 12, &glue);
+	for (int k = 0; k < nc; k++) {
+		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+			continue;
+		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		int steps = c->steps;
+		if (walk_seg(c, &t2, w->fb, MAX_LFRAMES - w->nf, floor) < 0) {
+			c->steps = steps;
+			continue;
+		}
+		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
+		return 1;
+	}
+	if (glue)
+		return 0;
+	const struct lj_snap *s = w->s;
+	msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d rip %s",
+		  i, w->innermost, w->have && L == s->cur_L, (unsigned)w->trace_n, w->synth,
+		  (int)(w->have ? s->vmstate : 99), nc, in_vm(c->vm, w->ts->regs.rip) ? "vm" : "other");
+	return FAIL(-LS_E_GARBAGE, "no consistent top frame");
+}
+
+/* Append a segment for native frame I holding FB[0..N). */
+static int append_segment(struct wctx *w, int i, const struct frame *fb, int n)
+{
+	int rc = lua_walk_segment(w->lw, i, 1);
+	for (int j = 0; j < n && rc == 0; j++)
+		rc = lua_walk_push(w->lw, &fb[j]);
+	w->nsegs++;
+	w->nf += n;
+	return rc;
+}
+
+/* The Lua frames of VM native frame I: its cframe, the thread it runs,
+ * that thread's top frame when it is new in this walk, then its frames
+ * down to the frame that consumed the cframe, as one segment. 0 or
+ * -LS_E_* (the walk stops). */
+static int walk_vm_frame(struct wctx *w, int i)
+{
+	struct ctx *c = &w->c;
+	uint64_t cf, L, g;
+	int rc = find_cframe(w, i, &cf, &L, &g);
+	if (rc < 0)
+		return rc;
+	if (w->have && w->nmet < LJ_RECENT && !in_list(w->met, w->nmet, L))
+		w->met[w->nmet++] = L;
+	int32_t nres = 0;
+	mem_read_u32(c->m, cf + c->l->cf_nres, (uint32_t *)&nres);
+	uint8_t hdr[128];
+	if (mem_read(c->m, L, hdr, c->ol->L_stacksize + 4) < 0)
+		return -LS_E_FAULT;
+	uint64_t stack = 0, base = 0, lcf = 0;
+	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
+	memcpy(&base, hdr + c->ol->L_base, 8);
+	memcpy(&lcf, hdr + c->ol->L_cframe, 8);
+	/* the cframe this VM frame should be: L->cframe for L's innermost,
+	 * else PREV of the previous one. A VM frame deeper than that is a VM
+	 * entry or exit in progress: it has no Lua frames yet/any more. */
+	uint64_t expect = L != w->sw.L ? (lcf & ~3ull) : w->chain_next;
+	if (expect && cf < expect)
+		return append_segment(w, i, NULL, 0);
+	w->chain_next = 0;
+	if (mem_read_u64(c->m, cf + c->l->cf_prev, &w->chain_next) == 0)
+		w->chain_next &= ~3ull;
+	uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
+	if (L != w->sw.L) {
+		if (in_list(w->seenL, w->nseen, L))
+			return FAIL(-LS_E_GARBAGE, "thread met twice");
+		w->sw = (struct segwalk){ .L = L, .stack = stack };
+		rc = pick_top_frame(w, i, cf, L, stack, base, floor);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			/* VM entry/exit glue: L's frames start at the next VM frame */
+			memset(&w->sw, 0, sizeof w->sw);
+			return append_segment(w, i, NULL, 0);
+		}
+		w->seenL[w->nseen++] = L;
+	} else {
+		/* continuing L below the previous cframe's segment */
+		uint64_t savepc = 0;
+		rd_ref(c, cf + c->l->cf_pc, &savepc);
+		w->sw.pc = savepc == L ? 0 : savepc;
+	}
+	int n = walk_seg(c, &w->sw, w->fb, MAX_LFRAMES - w->nf, floor);
+	if (n < 0)
+		return n;
+	if (w->innermost && n > 0 && w->trace_n) {
+		w->fb[0].trace = w->trace_n;
+		w->info->trace = w->trace_n;
+	}
+	if ((rc = append_segment(w, i, w->fb, n)) < 0)
+		return rc;
+	if (w->innermost) {
+		struct lj_tidbuf *tb = tidbuf_get(c->vm, w->ts->tid, 0);
+		if (tb)
+			tb->g = g;
+	}
+	w->innermost = 0;
+	return 0;
+}
+
+/* Remember in the tid's cache the threads this walk met first, then the
+ * older ones it did not meet (a failed walk forgets nothing), for the
+ * next capture's copy_parents(). */
+static void remember_threads(struct wctx *w)
+{
+	struct lj_tidbuf *tb = tidbuf_get(w->c.vm, w->ts->tid, 0);
+	if (!w->have || !tb)
+		return;
+	for (int i = 0; i < tb->nrecent && w->nmet < LJ_RECENT; i++)
+		if (!in_list(w->met, w->nmet, tb->recent[i]))
+			w->met[w->nmet++] = tb->recent[i];
+	memcpy(tb->recent, w->met, (size_t)w->nmet * sizeof *w->met);
+	tb->nrecent = w->nmet;
+}
+
+/* vm_ops.walk (vm.h). The native stack anchors the segments; without it
+ * (--lua-only, --nonblocking) cur_L is walked alone. */
+static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		   struct walk_info *info)
 {
 	struct lj_overlays ov;
-	struct ctx c = ctx_make(vm, t, setup_mem(vm, ts, &ov));
-	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
-	int have = s->magic == SNAP_MAGIC && s->have;
+	struct wctx w = { .c = ctx_make(vm, t, setup_mem(vm, ts, &ov)), .ts = ts,
+			  .s = (const struct lj_snap *)ts->vm_data, .ns = &ts->native, .lw = lw,
+			  .info = info, .innermost = 1 };
+	struct ctx *c = &w.c;
+	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
 	memset(info, 0, sizeof *info);
-	static struct native_stack ns;
-	ns = ts->native;
-	int rc = 0;
-
-	/* A thread on a JIT trace: the native walk stops (or goes astray) at
-	 * the mcode; restart from cur_L's cframe (luajit.md 10.5). */
-	int first_vm = -1, nocfi = -1;
-	for (int i = 0; i < ns.n; i++) {
-		if (in_vm(vm, ns.f[i].pc)) {
-			first_vm = i;
-			break;
-		}
-		if (nocfi < 0 && !symtab_module_at(t->sym, ns.f[i].pc - (i ? 1 : 0), NULL, NULL))
-			nocfi = i;
-	}
-	int trace_n = 0, synth = 0;
-	uint64_t trace_T = 0, trace_addr = 0;
-	if (nocfi >= 0 && have && s->cur_L) {
-		uint64_t cf = 0;
-		if (mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &cf) == 0) {
-			cf &= ~3ull;
-			uint64_t L2, g2;
-			if (cframe_L(&c, cf, &L2, &g2) == 0 && L2 == s->cur_L) {
-				struct user_regs_struct r = ts->regs;
-				r.rip = vm->vm_start;
-				r.rsp = cf;
-				static struct native_stack tmp;
-				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
-				if (n2 > 0) {
-					int k = nocfi;
-					for (int j = 0; j < n2 && k < UNWIND_MAX_FRAMES; j++)
-						ns.f[k++] = tmp.f[j];
-					ns.n = k;
-					ns.f[nocfi].flags &= ~NF_LEAF;
-					ns.truncated = tmp.truncated;
-					first_vm = nocfi;
-					synth = 1;
-				}
-				trace_addr = ts->native.f[nocfi].pc;
-				msg_debug(3, "luajit: on trace: native frame %d pc 0x%llx sp 0x%llx, cframe 0x%llx (cframe - sp = %lld)",
-					  nocfi, (unsigned long long)trace_addr,
-					  (unsigned long long)ts->native.f[nocfi].sp, (unsigned long long)cf,
-					  (long long)(cf - ts->native.f[nocfi].sp));
-				if (trace_find(&c, s->g, s->vmstate, trace_addr, &trace_T, &trace_n) < 0) {
-					trace_n = 0;
-					trace_T = 0;
-				} else if (msg_verbose >= 3) {
-					uint16_t spadj = 0;
-					mem_read_u16(c.m, trace_T + c.ol->tr_spadjust, &spadj);
-					msg_debug(3, "luajit: trace %d spadjust %u", trace_n, spadj);
-				}
-			}
+	w.fb = calloc(MAX_LFRAMES, sizeof *w.fb);
+	int rc = w.fb ? restart_after_trace(&w) : -LS_E_NOMEM;
+	if (rc == 0 && ts->native.n == 0) {
+		rc = lua_only_walk(c, ts, w.s, w.have, w.fb, &w.nf);
+		if (w.nf > 0 && rc == 0) {
+			int n = w.nf;
+			w.nf = 0;
+			rc = append_segment(&w, 0, w.fb, n);
 		}
 	}
-
-	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
-	struct lua_segment_old segs[MAX_SEGS];
-	int nsegs = 0, nf = 0;
-	if (!fb)
-		return -LS_E_NOMEM;
-	struct segwalk sw = { 0 };
-	uint64_t seenL[MAX_SEGS];
-	int nseen = 0;
-	uint64_t met[LJ_RECENT]; /* threads met, innermost first, for copy_parents() */
-	int nmet = 0;
-	int innermost = 1;
-	uint64_t chain_next = 0;
-	if (ts->native.n == 0) {
-		/* --lua-only / --nonblocking: no native frames to anchor the
-		 * segments; walk cur_L alone, top to bottom */
-		rc = lua_only_walk(&c, ts, s, have, fb, &nf);
-		if (nf > 0) {
-			segs[0].native_index = 0;
-			segs[0].replace = 1;
-			segs[0].f = fb;
-			segs[0].n = nf;
-			nsegs = 1;
-		}
-		goto out;
-	}
-	for (int i = first_vm; i >= 0 && i < ns.n && nsegs < MAX_SEGS; i++) {
-		if (!in_vm(vm, ns.f[i].pc))
-			continue;
-		uint64_t cf = ns.f[i].sp, L, g;
-		/* The VM calls a few internal subroutines (vm_mod, vm_floor...)
-		 * with `call`: stopped there, rsp is the cframe minus one or two
-		 * return addresses and the VM's CFI (CFA = rsp+80) is off by as
-		 * much. Find the cframe and unwind again from it. */
-		if (cframe_L(&c, cf, &L, &g) < 0) {
-			/* ... and in the trace exit handler (registers pushed below
-			 * the cframe) the innermost cframe is cur_L's */
-			uint64_t ccf = 0;
-			if (innermost && have && s->cur_L &&
-			    mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &ccf) == 0)
-				ccf &= ~3ull;
-			/* ... and a parent thread that resumed a coroutine from a
-			 * trace has its cframe further up: accept an address
-			 * whose SAVE_L is a thread that names it as its cframe */
-			for (int d = 8; d <= 32 + 1024; d += 8) {
-				uint64_t try = d <= 24 ? cf + d : d == 32 ? ccf : cf + d - 32;
-				if (d == 32 && (!ccf || ccf <= cf || ccf - cf > 8192))
-					continue;
-				if (d > 32) {
-					uint64_t l2 = 0, lcf2 = 0;
-					uint8_t gct2 = 0;
-					if (!sw.L || rd_ref(&c, try + c.l->cf_L, &l2) < 0 || !l2 ||
-					    mem_read_u8(c.m, l2 + c.ol->gct, &gct2) < 0 || gct2 != 6 ||
-					    mem_read_u64(c.m, l2 + c.ol->L_cframe, &lcf2) < 0 ||
-					    (lcf2 & ~3ull) != try)
-						continue;
-				}
-				if (cframe_L(&c, try, &L, &g) < 0)
-					continue;
-				msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i,
-					  (long long)(try - cf));
-				cf = try;
-				struct user_regs_struct r = ts->regs;
-				r.rip = vm->vm_start;
-				r.rsp = cf;
-				static struct native_stack tmp;
-				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
-				if (n2 > 0) {
-					int k = i + 1;
-					for (int j = 1; j < n2 && k < UNWIND_MAX_FRAMES; j++)
-						ns.f[k++] = tmp.f[j];
-					ns.n = k;
-					ns.truncated = tmp.truncated;
-				}
-				ns.f[i].sp = cf;
-				break;
-			}
-		}
-		if (cframe_L(&c, cf, &L, &g) < 0) {
-			msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d, cur_L 0x%llx, segment L 0x%llx bottom %d, resumes %d",
-				  have ? s->vmstate : 99, ns.n, first_vm, nocfi, synth, trace_n,
-				  (unsigned long long)(have ? s->cur_L : 0), (unsigned long long)sw.L, sw.bottom,
-				  (L && sw.L) ? resumes(&c, L, sw.L) : -1);
-			for (int j = 0; j < ns.n && j < 8 && msg_verbose >= 3; j++)
-				msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
-					  (unsigned long long)ns.f[j].pc, (unsigned long long)ns.f[j].sp,
-					  in_vm(vm, ns.f[j].pc) ? " VM" : "", ns.f[j].flags);
-			if (msg_verbose >= 3) {
-				uint64_t q[12] = { 0 };
-				mem_read(c.m, cf, q, sizeof q);
-				uint8_t g1 = 0xee, g2 = 0xee;
-				mem_read_u8(c.m, q[2] + 9, &g1);
-				mem_read_u8(&t->mem.base, q[2] + 9, &g2);
-				msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
-					  (unsigned long long)(have ? s->cur_L : 0));
-				msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
-					  (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2],
-					  (unsigned long long)q[3], (unsigned long long)q[4], (unsigned long long)q[5],
-					  (unsigned long long)q[6], (unsigned long long)q[7], (unsigned long long)q[8],
-					  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
-			}
-			msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
-				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
-			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
-			break;
-		}
-		if (have && nmet < LJ_RECENT && !in_list(met, nmet, L))
-			met[nmet++] = L;
-		int32_t nres = 0;
-		mem_read_u32(c.m, cf + c.l->cf_nres, (uint32_t *)&nres);
-		uint8_t hdr[128];
-		if (mem_read(c.m, L, hdr, c.ol->L_stacksize + 4) < 0) {
-			rc = -LS_E_FAULT;
-			break;
-		}
-		uint64_t stack = 0, base = 0, lcf = 0;
-		memcpy(&stack, hdr + c.ol->L_stack, c.ol->gcref);
-		memcpy(&base, hdr + c.ol->L_base, 8);
-		memcpy(&lcf, hdr + c.ol->L_cframe, 8);
-		/* the cframe this VM frame should be: L->cframe for L's innermost,
-		 * else PREV of the previous one. A VM frame deeper than that is a
-		 * VM entry or exit in progress: it has no Lua frames yet/any more. */
-		uint64_t expect = L != sw.L ? (lcf & ~3ull) : chain_next;
-		if (expect && cf < expect) {
-			segs[nsegs].native_index = i;
-			segs[nsegs].replace = 1;
-			segs[nsegs].f = fb + nf;
-			segs[nsegs].n = 0;
-			nsegs++;
-			continue;
-		}
-		chain_next = 0;
-		if (mem_read_u64(c.m, cf + c.l->cf_prev, &chain_next) == 0)
-			chain_next &= ~3ull;
-		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
-		if (L != sw.L) {
-			for (int k = 0; k < nseen; k++)
-				if (seenL[k] == L) {
-					rc = FAIL(-LS_E_GARBAGE, "thread met twice");
-					goto out;
-				}
-			memset(&sw, 0, sizeof sw);
-			sw.L = L;
-			sw.stack = stack;
-			/* top frame of L: candidate (BASE, PC, check) triples, the
-			 * first whose frames walk cleanly down to the cframe wins */
-			uint64_t savepc = 0;
-			rd_ref(&c, cf + c.l->cf_pc, &savepc);
-			if (savepc == L)
-				savepc = 0;
-			struct { uint64_t base, pc; int mode; } cand[12];
-			int nc = 0;
-#define CAND(b_, p_, m_) do { if (nc < 12) { cand[nc].base = (b_); cand[nc].pc = (p_); cand[nc].mode = (m_); nc++; } } while (0)
-			int cur = have && L == s->cur_L;
-			uint64_t mask = c.fr2 ? ~0ull : 0xffffffffull;
-			uint64_t rdx = ts->regs.rdx & mask, rbx = ts->regs.rbx & mask;
-			int glue = 0;
-			if (innermost && cur && (trace_n || synth)) {
-				/* on a trace: BASE is rdx while in mcode (it moves
-				 * when the trace returns below its start), else the
-				 * BASE the trace was entered with */
-				uint64_t tpc = trace_n ? trace_pc(&c, trace_T, trace_addr) : 0;
-				if (nocfi == 0) {
-					CAND(rdx, tpc, 1);
-					CAND(rdx, 0, 3);
-				}
-				if (s->jit_base) {
-					CAND(s->jit_base, tpc, 1);
-					CAND(s->jit_base, 0, 3);
-				}
-				/* a continuation frame (trace stitching) pushed
-				 * above that BASE: its function is two slots up */
-				if (nocfi == 0)
-					CAND(rdx + 16, 0, 3);
-				if (s->jit_base)
-					CAND(s->jit_base + 16, 0, 3);
-			} else if (innermost && i == 0) {
-				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
-				 * function or an ASM fast function runs there; at a
-				 * call/return BASE is set before PC */
-				CAND(rdx, rbx, 2);
-				CAND(rdx, 0, 3);
-				glue = 1;
-			} else {
-				uint64_t vrbx = (ns.f[i].regs_valid & (1u << UREG_RBX)) ? ns.f[i].regs[UREG_RBX] & mask : 0;
-				CAND(base, vrbx, 1);
-				CAND(base, savepc, 1);
-				if (innermost && cur && s->vmstate == -1) {
-					CAND(rdx, vrbx, 1);
-					CAND(rdx, savepc, 1);
-				}
-				CAND(base, 0, 0);
-				CAND(base, 0, 3);
-			}
-#undef CAND
-			int found = 0;
-			for (int k = 0; k < nc && !found; k++) {
-				if (!base_ok(&c, stack, cand[k].base, cand[k].pc, cand[k].mode))
-					continue;
-				struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
-				int steps = c.steps;
-				if (walk_seg(&c, &t2, fb + nf, MAX_LFRAMES - nf, floor) < 0) {
-					c.steps = steps;
-					continue;
-				}
-				memset(&sw, 0, sizeof sw);
-				sw.L = L;
-				sw.stack = stack;
-				sw.f = cand[k].base - 8;
-				sw.pc = cand[k].pc;
-				found = 1;
-			}
-			if (!found && glue) {
-				/* VM entry/exit glue: no Lua frame of this cframe
-				 * yet; L's frames start at the next VM frame */
-				segs[nsegs].native_index = i;
-				segs[nsegs].replace = 1;
-				segs[nsegs].f = fb + nf;
-				segs[nsegs].n = 0;
-				nsegs++;
-				memset(&sw, 0, sizeof sw);
-				continue;
-			}
-			if (!found) {
-				msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d rip %s",
-					  i, innermost, cur, (unsigned)trace_n, (int)synth, (int)(have ? s->vmstate : 99), nc,
-					  in_vm(vm, ts->regs.rip) ? "vm" : "other");
-				rc = FAIL(-LS_E_GARBAGE, "no consistent top frame");
-				break;
-			}
-			seenL[nseen++] = L;
-		} else {
-			/* continuing L below the previous cframe's segment */
-			uint64_t savepc = 0;
-			rd_ref(&c, cf + c.l->cf_pc, &savepc);
-			sw.pc = savepc == L ? 0 : savepc;
-		}
-		int n = walk_seg(&c, &sw, fb + nf, MAX_LFRAMES - nf, floor);
-		if (n < 0) {
-			rc = n;
-			break;
-		}
-		if (innermost && n > 0 && trace_n) {
-			fb[nf].trace = trace_n;
-			info->trace = trace_n;
-		}
-		segs[nsegs].native_index = i;
-		segs[nsegs].replace = 1;
-		segs[nsegs].f = fb + nf;
-		segs[nsegs].n = n;
-		nsegs++;
-		nf += n;
-		if (innermost) {
-			struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
-			if (tb)
-				tb->g = g;
-		}
-		innermost = 0;
-	}
-out:
-	if (have) {
-		struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
-		if (tb) {
-			/* this walk's threads first, then the older ones it did
-			 * not meet (a failed walk forgets nothing) */
-			for (int i = 0; i < tb->nrecent && nmet < LJ_RECENT; i++)
-				if (!in_list(met, nmet, tb->recent[i]))
-					met[nmet++] = tb->recent[i];
-			memcpy(tb->recent, met, (size_t)nmet * sizeof *met);
-			tb->nrecent = nmet;
-		}
-	}
-	if (rc < 0)
-		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
-			  lj_why ? lj_why : "?");
+	for (int i = w.first_vm; rc == 0 && ts->native.n > 0 && i >= 0 && i < w.ns->n &&
+	     w.nsegs < MAX_SEGS; i++)
+		if (in_vm(vm, w.ns->f[i].pc))
+			rc = walk_vm_frame(&w, i);
+	remember_threads(&w);
+	free(w.fb);
+	free(w.tmp);
 	/* what discovery should do after this walk: learn names again
 	 * (modules required after the probe), adopt the states this walk or
 	 * a capture met, or look for one when none is known */
-	if (c.name_miss)
+	if (c->name_miss)
 		info->discover |= VM_DISC_NAMES;
 	if (vm->ncand > 0 || (vm->ng == 0 && vm->quick && t->sym))
 		info->discover |= VM_DISC_STATES;
-	if (rc < 0 && nsegs == 0) {
-		free(fb);
+	if (rc < 0)
+		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
+			  c->why ? c->why : "?");
+	if (rc < 0 && w.nsegs == 0)
 		return rc;
-	}
-	int lua = 0;
-	for (int k = 0; k < nsegs; k++)
-		lua += segs[k].n;
-	/* the segments, with TS->native rewritten past trace mcode or a
-	 * restart, go to the sampler's one merge (merge.c, which also fuses
-	 * a C function with its native frame) */
-	int mr = 0;
-	for (int k = 0; k < nsegs && mr == 0; k++) {
-		mr = lua_walk_segment(w, segs[k].native_index, segs[k].replace);
-		for (int j = 0; j < segs[k].n && mr == 0; j++)
-			mr = lua_walk_push(w, &segs[k].f[j]);
-	}
-	free(fb);
-	if (mr < 0)
-		return mr;
-	if (ns.n != ts->native.n || memcmp(ns.f, ts->native.f, (size_t)ns.n * sizeof *ns.f))
-		ts->native = ns;
-	info->lua_frames = lua;
-	/* g->vmstate: a trace number, or a state (GC, trace exit...) that
-	 * may also have been entered from a trace (info->trace says which) */
-	if (have && nsegs > 0) {
-		info->vmstate = intern(vmstate_name(s->vmstate));
-		info->state = vmstate_class(s->vmstate);
-	} else if (trace_n) {
+	info->lua_frames = w.nf;
+	/* g->vmstate: a trace number, or a state (GC, trace exit...) that may
+	 * also have been entered from a trace (info->trace says which) */
+	if (w.have && w.nsegs > 0) {
+		info->vmstate = intern(vmstate_name(w.s->vmstate));
+		info->state = vmstate_class(w.s->vmstate);
+	} else if (w.trace_n) {
 		info->vmstate = intern("trace");
 		info->state = VMS_TRACE;
 	}
 	if (info->trace > 0)
 		info->state = VMS_TRACE;
 	/* a walk that failed half-way is an error sample, not a short stack */
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 /* ---- coroutines ---- */
