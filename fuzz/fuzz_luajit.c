@@ -123,14 +123,14 @@ static uint64_t tv(int itype, uint64_t p)
 }
 static void mkstr(const struct lj_layout *l, uint64_t a, const char *s)
 {
-	at(a)[ol->gct] = 4;
+	at(a)[ol->gct] = LJ_GCT_STR;
 	put32(a + l->str_len, (uint32_t)strlen(s));
 	memcpy(at(a + l->str_data), s, strlen(s) + 1);
 }
 /* one-node table at T, node at N: key string KS, value V */
 static void mktab1(uint64_t t, uint64_t n, uint64_t ks, uint64_t v)
 {
-	at(t)[ol->gct] = 11;
+	at(t)[ol->gct] = LJ_GCT_TAB;
 	putref(t + ol->tab_node, n);
 	put32(t + ol->tab_hmask, 0);
 	put64(n, v);
@@ -150,12 +150,12 @@ static void build(const struct lj_layout *l)
 		 s_string = A[4] + 256;
 	uint64_t reg = A[5], loaded = A[5] + 128, strlib = A[5] + 256;
 	/* main thread and global_State */
-	at(L)[ol->gct] = 6;
+	at(L)[ol->gct] = LJ_GCT_THREAD;
 	putref(L + ol->L_glref, g);
 	putref(L + ol->L_stack, stack);
 	put32(L + ol->L_stacksize, 40);
 	putref(g + l->g_mainthref, L);
-	at(g + l->g_strempty)[ol->gct] = 4;
+	at(g + l->g_strempty)[ol->gct] = LJ_GCT_STR;
 	put32(g + l->g_vmstate, 0xffffffffu);   /* interpreter */
 	putref(g + l->g_cur_L, L);
 	/* names: registry._LOADED.string.format = builtin 77 */
@@ -174,7 +174,7 @@ static void build(const struct lj_layout *l)
 	for (int i = 0; i < 2; i++) {
 		uint64_t p = pt[i], bc = p + ol->pt_size;
 		uint64_t k = bc + 16 + ol->gcref, li = k;
-		at(p)[ol->gct] = 7;
+		at(p)[ol->gct] = LJ_GCT_PROTO;
 		put32(p + ol->pt_sizebc, 4);
 		put32(p + ol->pt_sizept, ol->pt_size + 16 + ol->gcref + 24);
 		putref(p + ol->pt_chunkname, s_chunk);
@@ -197,7 +197,7 @@ static void build(const struct lj_layout *l)
 		putref(p + ol->pt_varinfo, li + 8);
 	}
 	for (int i = 0; i < 3; i++)
-		at(fn[i])[ol->gct] = 8;
+		at(fn[i])[ol->gct] = LJ_GCT_FUNC;
 	putref(fn[0] + ol->fn_pc, pt[0] + ol->pt_size);
 	putref(fn[1] + ol->fn_pc, pt[1] + ol->pt_size);
 	at(fn[2])[ol->fn_ffid] = 77;

@@ -166,7 +166,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	uint8_t h[128];
 	if (!pt || (pt & 3) || mem_read(c->m, pt, h, ol->pt_size) < 0)
 		return -LS_E_FAULT;
-	if (h[ol->gct] != 7)
+	if (h[ol->gct] != LJ_GCT_PROTO)
 		return FAIL(-LS_E_GARBAGE, "not a proto");
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
@@ -203,7 +203,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	char src[1024], ss[80];
 	uint32_t len;
 	uint8_t sgct;
-	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != 4 ||
+	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != LJ_GCT_STR ||
 	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
 		return FAIL(-LS_E_GARBAGE, "chunkname is not a string");
 	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
@@ -363,7 +363,7 @@ static int kgc_str(struct ctx *c, const struct lj_ptinfo *pi, uint32_t d, char *
 		return 0;
 	uint32_t len;
 	uint8_t gct;
-	if (mem_read_u8(c->m, s + c->ol->gct, &gct) < 0 || gct != 4 ||
+	if (mem_read_u8(c->m, s + c->ol->gct, &gct) < 0 || gct != LJ_GCT_STR ||
 	    mem_read_u32(c->m, s + c->l->str_len, &len) < 0 || len >= outlen)
 		return 0;
 	if (mem_read(c->m, s + c->l->str_data, out, len) < 0)
@@ -526,9 +526,9 @@ static int fn_kind(struct ctx *c, uint64_t fn, uint64_t *pt, uint8_t *ffid, uint
 	uint8_t h[48];
 	if (!fn || mem_read(c->m, fn, h, c->ol->fn_f + 8) < 0)
 		return -2;
-	if (h[c->ol->gct] == 6)
+	if (h[c->ol->gct] == LJ_GCT_THREAD)
 		return -1;
-	if (h[c->ol->gct] != 8)
+	if (h[c->ol->gct] != LJ_GCT_FUNC)
 		return -3;
 	*ffid = h[c->ol->fn_ffid];
 	if (*ffid == 0) {
@@ -708,7 +708,7 @@ static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
 	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
 		return FAIL(-LS_E_GARBAGE, "empty trace slot");
 	uint8_t gct;
-	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != 9)
+	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != LJ_GCT_TRACE)
 		return FAIL(-LS_E_GARBAGE, "not a trace");
 	return 0;
 }
@@ -824,16 +824,22 @@ static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 	return old;
 }
 
+/* g->vmstate: a trace number (> 0), or ~LJ_VMST_* of lj_obj.h */
+enum lj_vmstate {
+	LJ_VMST_INTERP = -1, LJ_VMST_C = -2, LJ_VMST_GC = -3, LJ_VMST_EXIT = -4,
+	LJ_VMST_RECORD = -5, LJ_VMST_OPT = -6, LJ_VMST_ASM = -7
+};
+
 static const char *vmstate_name(int vs)
 {
 	switch (vs) {
-	case -1: return "interpreter";
-	case -2: return "C";
-	case -3: return "GC";
-	case -4: return "trace exit";
-	case -5: return "recording";
-	case -6: return "optimizing";
-	case -7: return "assembling";
+	case LJ_VMST_INTERP: return "interpreter";
+	case LJ_VMST_C: return "C";
+	case LJ_VMST_GC: return "GC";
+	case LJ_VMST_EXIT: return "trace exit";
+	case LJ_VMST_RECORD: return "recording";
+	case LJ_VMST_OPT: return "optimizing";
+	case LJ_VMST_ASM: return "assembling";
 	case 0: return "idle";
 	default: return vs > 0 ? "trace" : "unknown";
 	}
@@ -842,9 +848,9 @@ static const char *vmstate_name(int vs)
 static enum vm_state vmstate_class(int vs)
 {
 	switch (vs) {
-	case -1: return VMS_INTERP;
-	case -2: return VMS_C;
-	case -3: return VMS_GC;
+	case LJ_VMST_INTERP: return VMS_INTERP;
+	case LJ_VMST_C: return VMS_C;
+	case LJ_VMST_GC: return VMS_GC;
 	default: return vs > 0 ? VMS_TRACE : VMS_OTHER;
 	}
 }
@@ -884,7 +890,7 @@ static int keep_thread(struct vm *vm, struct target *t, struct thread_snap *ts, 
 	memcpy(&stack, hdr + ol->L_stack, ol->gcref);
 	memcpy(&top, hdr + ol->L_top, 8);
 	stack &= 0x7fffffffffffull;
-	if (hdr[ol->gct] != 6 || !stack || top < stack || top - stack > (64u << 20))
+	if (hdr[ol->gct] != LJ_GCT_THREAD || !stack || top < stack || top - stack > (64u << 20))
 		return -1;
 	/* the slots in use and two above (a frame's function and link) */
 	uint64_t end = top + 16, lo = end - stack > LJ_PSTACK_MAX ? end - LJ_PSTACK_MAX : stack;
@@ -903,7 +909,7 @@ static int resumer_at(struct vm *vm, struct mem *m, uint64_t y, uint64_t cur_L,
 	if (lj_read_ref(vm, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L ||
 	    in_list(out, n, L2))
 		return 0;
-	if (mem_read(m, L2, hdr, ol->L_stacksize + 4) < 0 || hdr[ol->gct] != 6)
+	if (mem_read(m, L2, hdr, ol->L_stacksize + 4) < 0 || hdr[ol->gct] != LJ_GCT_THREAD)
 		return 0;
 	memcpy(&lcf, hdr + ol->L_cframe, 8);
 	if ((lcf & ~3ull) != y)
@@ -1121,7 +1127,7 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
 	uint8_t gct, st;
-	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
+	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != LJ_GCT_THREAD)
 		return FAIL(-LS_E_GARBAGE, "SAVE_L is not a thread");
 	/* a yielded coroutine runs nowhere: this is a stale cframe (the C
 	 * stack is reused at the same addresses by the next resume) */
@@ -1174,7 +1180,7 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 	    rd_frame(c, base - 8, &fn, &link) < 0)
 		return 0;
 	uint8_t gct, ffid;
-	if (mem_read_u8(c->m, fn + c->ol->gct, &gct) < 0 || gct != 8 ||
+	if (mem_read_u8(c->m, fn + c->ol->gct, &gct) < 0 || gct != LJ_GCT_FUNC ||
 	    mem_read_u8(c->m, fn + c->ol->fn_ffid, &ffid) < 0 || ffid == 0)
 		return 0;
 	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
@@ -1363,8 +1369,8 @@ static void debug_no_cframe(struct wctx *w, int i, uint64_t cf, uint64_t L)
 	uint64_t q[12] = { 0 };
 	mem_read(c->m, cf, q, sizeof q);
 	uint8_t g1 = 0xee, g2 = 0xee;
-	mem_read_u8(c->m, q[2] + 9, &g1);
-	mem_read_u8(&c->t->mem.base, q[2] + 9, &g2);
+	mem_read_u8(c->m, q[2] + c->ol->gct, &g1);
+	mem_read_u8(&c->t->mem.base, q[2] + c->ol->gct, &g2);
 	msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
 		  (unsigned long long)(w->have ? s->cur_L : 0));
 	msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
@@ -1404,7 +1410,7 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 			uint64_t l2 = 0, lcf2 = 0;
 			uint8_t gct2 = 0;
 			if (!w->sw.L || rd_ref(c, try + c->l->cf_L, &l2) < 0 || !l2 ||
-			    mem_read_u8(c->m, l2 + c->ol->gct, &gct2) < 0 || gct2 != 6 ||
+			    mem_read_u8(c->m, l2 + c->ol->gct, &gct2) < 0 || gct2 != LJ_GCT_THREAD ||
 			    mem_read_u64(c->m, l2 + c->ol->L_cframe, &lcf2) < 0 || (lcf2 & ~3ull) != try)
 				continue;
 		}
@@ -1480,7 +1486,7 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		uint64_t vrbx = (nf->regs_valid & (1u << UREG_RBX)) ? nf->regs[UREG_RBX] & mask : 0;
 		CAND(base, vrbx, 1);
 		CAND(base, savepc, 1);
-		if (w->innermost && cur && s->vmstate == -1) {
+		if (w->innermost && cur && s->vmstate == LJ_VMST_INTERP) {
 			CAND(rdx, vrbx, 1);
 			CAND(rdx, savepc, 1);
 		}
@@ -1705,7 +1711,7 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
 	uint8_t h[128];
 	if (mem_read(m, L, h, vm->ol->L_stacksize + 4) < 0)
 		return -LS_E_FAULT;
-	if (h[vm->ol->gct] != 6)
+	if (h[vm->ol->gct] != LJ_GCT_THREAD)
 		return -LS_E_GARBAGE;
 	uint64_t stack = 0, base = 0;
 	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
@@ -1735,7 +1741,7 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 			uint64_t next = 0;
 			memcpy(&next, h, c.ol->gcref);
 			next = lj_gcptr(vm, next);
-			if (h[c.ol->gct] == 6) {
+			if (h[c.ol->gct] == LJ_GCT_THREAD) {
 				uint8_t lh[128];
 				if (mem_read(c.m, o, lh, c.ol->L_stacksize + 4) == 0) {
 					uint64_t stack = 0, base = 0, top = 0, cfr = 0;

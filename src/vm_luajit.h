@@ -20,6 +20,20 @@
 #define LJL_SNAP_MCOFS  0x08  /* SnapShot has mcofs (>= 2021-03-23) */
 #define LJL_SNAP8       0x10  /* 8-byte SnapShot, nsnap at old offset (beta3) */
 
+/* GC object type tags: the gct byte of a GC object header, ~LJ_T* of
+ * LuaJIT's lj_obj.h (the same in every 2.1 variant). */
+enum lj_gct {
+	LJ_GCT_STR = 4,          /* GCstr */
+	LJ_GCT_UPVAL = 5,        /* GCupval */
+	LJ_GCT_THREAD = 6,       /* lua_State */
+	LJ_GCT_PROTO = 7,        /* GCproto */
+	LJ_GCT_FUNC = 8,         /* GCfunc (Lua or C) */
+	LJ_GCT_TRACE = 9,        /* GCtrace */
+	LJ_GCT_CDATA = 10,       /* GCcdata */
+	LJ_GCT_TAB = 11,         /* GCtab */
+	LJ_GCT_UDATA = 12        /* GCudata */
+};
+
 /* What changes between versions of one reference width. */
 struct lj_layout {
 	const char *name;        /* "upstream 2.1 GC64 2021-06..2024-04 (Debian 12)" */

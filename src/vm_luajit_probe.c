@@ -156,7 +156,7 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
 	if (lj_gcptr(vm, mt) != L)
 		return -LS_E_GARBAGE;
 	/* strempty: a GCstr with gct 4 and len 0 */
-	if (buf[l->g_strempty + ol->gct] != 4)
+	if (buf[l->g_strempty + ol->gct] != LJ_GCT_STR)
 		return -LS_E_GARBAGE;
 	uint32_t len;
 	memcpy(&len, buf + l->g_strempty + l->str_len, 4);
@@ -174,12 +174,12 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
 		uint8_t gct;
 		if (lj_read_ref(vm, m, cl + ol->L_glref, &gl) < 0 || gl != g)
 			return -LS_E_GARBAGE;
-		if (mem_read_u8(m, cl + ol->gct, &gct) < 0 || gct != 6)
+		if (mem_read_u8(m, cl + ol->gct, &gct) < 0 || gct != LJ_GCT_THREAD)
 			return -LS_E_GARBAGE;
 	}
 	/* main thread: a thread object */
 	uint8_t lgct;
-	if (mem_read_u8(m, L + ol->gct, &lgct) < 0 || lgct != 6)
+	if (mem_read_u8(m, L + ol->gct, &lgct) < 0 || lgct != LJ_GCT_THREAD)
 		return -LS_E_GARBAGE;
 	/* dispatch boundary: dispatch[0] in the VM, the word before it not */
 	uint64_t d[2];
@@ -299,7 +299,7 @@ void lj_scan_heap(struct vm *vm, struct target *t)
 					memcpy(&g32, buf + o + ol->L_glref, 4);
 					gl = g32;
 				}
-				if (gl != L + vm->lay->sizeof_L || buf[o + ol->gct] != 6)
+				if (gl != L + vm->lay->sizeof_L || buf[o + ol->gct] != LJ_GCT_THREAD)
 					continue;
 				cands++;
 				lj_add_g(vm, &t->mem.base, gl, "heap scan");
@@ -328,7 +328,7 @@ static int read_str(struct vm *vm, struct mem *m, uint64_t s, char *out, size_t 
 {
 	uint32_t len;
 	uint8_t gct;
-	if (mem_read_u8(m, s + vm->ol->gct, &gct) < 0 || gct != 4)
+	if (mem_read_u8(m, s + vm->ol->gct, &gct) < 0 || gct != LJ_GCT_STR)
 		return -LS_E_GARBAGE;
 	if (mem_read_u32(m, s + vm->lay->str_len, &len) < 0)
 		return -LS_E_FAULT;
@@ -347,7 +347,7 @@ static int tab_each(struct vm *vm, struct mem *m, uint64_t t, tab_fn fn, void *a
 {
 	const struct lj_objlayout *ol = vm->ol;
 	uint8_t gct;
-	if (mem_read_u8(m, t + ol->gct, &gct) < 0 || gct != 11)
+	if (mem_read_u8(m, t + ol->gct, &gct) < 0 || gct != LJ_GCT_TAB)
 		return -LS_E_GARBAGE;
 	uint64_t node;
 	uint32_t hmask;
@@ -575,7 +575,7 @@ int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
 	/* vm_probe_quick: no heap scan here, it read up to 512 MiB (0.8-1.5 s
 	 * for a 1 GiB heap). The first sample of a thread in VM code or on a
 	 * trace names its state by DISPATCH (r14), one with Lua below it by
-	 * a cframe; the walk scans the heap only when a sample found neither. */
+	 * a cframe; discovery scans the heap only when samples found neither. */
 	vm->quick = vm_probe_quick;
 	if (vm->ng == 0 && !vm->quick)
 		lj_scan_heap(vm, t);

@@ -308,7 +308,7 @@ static void test_resumers(void)
 	uint64_t x0 = 0x18000, x1 = 0x18100, y1 = x1 + lay->cf_size, y2 = y1 + lay->cf_size + 200;
 	uint64_t Ls[3] = { co2, co1, mainL }, cfs[3] = { x0, y1, y2 };
 	for (int i = 0; i < 3; i++) {
-		AT(Ls[i])[ol->gct] = 6;
+		AT(Ls[i])[ol->gct] = LJ_GCT_THREAD;
 		put64(Ls[i] + ol->L_stack, 0x1a000 + 0x400 * (uint64_t)i);
 		put64(Ls[i] + ol->L_top, 0x1a000 + 0x400 * (uint64_t)i + 64);
 		put64(Ls[i] + ol->L_cframe, cfs[i] | (i < 2 ? 1 : 0)); /* CFRAME_RESUME */
