@@ -18,10 +18,6 @@
 #include "vm_luajit.h"
 #include "vm_puc.h"
 
-/* vm.c is not linked here: the flag it defines (0, as for dump: the
- * probe scans at once) */
-int vm_probe_quick;
-
 static void addrs_of(Elf *e, const uint8_t *data, size_t size)
 {
 	uint64_t a[10];

@@ -29,10 +29,6 @@
 #include "proc_mem.h"
 #include "vm_luajit.h"
 
-/* vm.c is not linked here: the flag it defines (0, as for dump: the
- * probe scans at once) */
-int vm_probe_quick;
-
 #define NREG 7
 #define GGLEN 1280
 #define REGLEN 512

@@ -31,8 +31,8 @@ struct sample_stats {
 };
 
 /* Attach to PID: check it (proc_check), read its modules, create the
- * unwinder and (when PROBE_VM) probe for a Lua VM. Returns 0 with *OUT (t->vm may be NULL
- * when no VM was found: VMRC then holds -LS_E_NOTLUA or -LS_E_UNSUPPORTED
+ * unwinder and (when PROBE_VM, the vm_probe() flags VM_PROBE_*, is not
+ * 0) probe for a Lua VM. Returns 0 with *OUT (t->vm may be NULL when no VM was found: VMRC then holds -LS_E_NOTLUA or -LS_E_UNSUPPORTED
  * and WHY the reason), or -LS_E_* when the process can't be profiled. */
 int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen);
 void target_close(struct target *t);

@@ -112,7 +112,7 @@ static struct ctx ctx_make(struct vm *vm, struct target *t, struct mem *m)
 
 static int rd_ref(struct ctx *c, uint64_t a, uint64_t *v)
 {
-	return lj_read_ref(c->vm, c->m, a, v);
+	return lj_read_ref(c->vm->ol, c->m, a, v);
 }
 
 static int in_vm(const struct vm *vm, uint64_t pc)
@@ -185,7 +185,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	memcpy(&varinfo, h + ol->pt_varinfo, ol->gcref);
 	memcpy(&k, h + ol->pt_k, ol->gcref);
 	memcpy(&sizekgc, h + ol->pt_sizekgc, 4);
-	chunk = lj_gcptr(c->vm, chunk);
+	chunk = lj_gcptr(c->vm->ol, chunk);
 	/* debug info lies inside the proto allocation, or is absent */
 	if (lineinfo && (lineinfo < pt + ol->pt_size || lineinfo >= pt + sizept))
 		return FAIL(-LS_E_GARBAGE, "proto lineinfo outside the proto");
@@ -194,7 +194,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
 		varinfo = 0;
 	unsigned hsh = (unsigned)((pt >> 3) * 2654435761u) % LJ_PT_CACHE;
-	struct lj_ptinfo *e = &c->vm->pt[hsh];
+	struct lj_ptinfo *e = &c->vm->cache.pt[hsh];
 	if (e->pt == pt && e->sizebc == sizebc && e->sizept == sizept && e->firstline == firstline &&
 	    e->chunkname == chunk && e->lineinfo == lineinfo) {
 		*out = e;
@@ -202,8 +202,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	}
 	char src[1024], ss[80];
 	uint32_t len;
-	uint8_t sgct;
-	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != LJ_GCT_STR ||
+	if (!lj_is_gct(ol, c->m, chunk, LJ_GCT_STR) ||
 	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
 		return FAIL(-LS_E_GARBAGE, "chunkname is not a string");
 	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
@@ -227,7 +226,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	e->lineinfo = lineinfo;
 	e->uvinfo = uvinfo;
 	e->varinfo = varinfo;
-	e->k = lj_gcptr(c->vm, k);
+	e->k = lj_gcptr(c->vm->ol, k);
 	e->sizekgc = sizekgc;
 	e->chunkname = chunk;
 	e->file = intern(ss);
@@ -362,8 +361,7 @@ static int kgc_str(struct ctx *c, const struct lj_ptinfo *pi, uint32_t d, char *
 	if (rd_ref(c, pi->k - (uint64_t)(d + 1) * c->ol->gcref, &s) < 0)
 		return 0;
 	uint32_t len;
-	uint8_t gct;
-	if (mem_read_u8(c->m, s + c->ol->gct, &gct) < 0 || gct != LJ_GCT_STR ||
+	if (!lj_is_gct(c->ol, c->m, s, LJ_GCT_STR) ||
 	    mem_read_u32(c->m, s + c->l->str_len, &len) < 0 || len >= outlen)
 		return 0;
 	if (mem_read(c->m, s + c->l->str_data, out, len) < 0)
@@ -480,7 +478,7 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 		return intern(mm);
 	/* cached by call site; the proto's shape and the instruction must
 	 * match (addresses are reused) */
-	struct lj_namecache *e = &c->vm->nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
+	struct lj_namecache *e = &c->vm->cache.nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
 					     LJ_NAME_CACHE)];
 	if (e->used && e->pt == pt && e->pos == (uint32_t)pos && e->ins == ins &&
 	    e->sizebc == pi->sizebc && e->firstline == pi->firstline)
@@ -502,14 +500,14 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
  * another state's copy) by its C pointer F. */
 static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f, uint8_t ffid)
 {
-	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].fn == fn)
-			return &vm->names[i];
+	for (int i = 0; i < vm->found.nnames; i++)
+		if (vm->found.names[i].fn == fn)
+			return &vm->found.names[i];
 	if (ffid != 1 || !f)
 		return NULL;
-	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].ffid == 1 && vm->names[i].f == f)
-			return &vm->names[i];
+	for (int i = 0; i < vm->found.nnames; i++)
+		if (vm->found.names[i].ffid == 1 && vm->found.names[i].f == f)
+			return &vm->found.names[i];
 	return NULL;
 }
 
@@ -534,7 +532,7 @@ static int fn_kind(struct ctx *c, uint64_t fn, uint64_t *pt, uint8_t *ffid, uint
 	if (*ffid == 0) {
 		uint64_t pc = 0;
 		memcpy(&pc, h + c->ol->fn_pc, c->ol->gcref);
-		pc = lj_gcptr(c->vm, pc);
+		pc = lj_gcptr(c->vm->ol, pc);
 		*pt = pc - c->ol->pt_size;
 		return 0;
 	}
@@ -569,8 +567,8 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	}
 	fr->kind = FRAME_C;
 	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
-	if (ffid > 1 && c->vm->ffname[ffid])
-		fr->name = c->vm->ffname[ffid];
+	if (ffid > 1 && c->vm->found.ffname[ffid])
+		fr->name = c->vm->found.ffname[ffid];
 	else if (n)
 		fr->name = n->name;
 	else {
@@ -584,7 +582,7 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 		else
 			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
 	}
-	if (!n && !(ffid > 1 && c->vm->ffname[ffid]))
+	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid]))
 		c->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
 	fr->addr = in_vm(c->vm, f) ? 0 : f;
@@ -707,8 +705,7 @@ static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
 		return FAIL(-LS_E_GARBAGE, "trace number out of range");
 	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
 		return FAIL(-LS_E_GARBAGE, "empty trace slot");
-	uint8_t gct;
-	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != LJ_GCT_TRACE)
+	if (!lj_is_gct(c->ol, c->m, *T, LJ_GCT_TRACE))
 		return FAIL(-LS_E_GARBAGE, "not a trace");
 	return 0;
 }
@@ -807,12 +804,12 @@ start:;
 
 static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 {
-	struct lj_tidbuf *old = &vm->tb[0];
+	struct lj_tidbuf *old = &vm->cache.tb[0];
 	for (int i = 0; i < LJ_TID_CACHE; i++) {
-		if (vm->tb[i].tid == tid)
-			return &vm->tb[i];
-		if (vm->tb[i].age < old->age)
-			old = &vm->tb[i];
+		if (vm->cache.tb[i].tid == tid)
+			return &vm->cache.tb[i];
+		if (vm->cache.tb[i].age < old->age)
+			old = &vm->cache.tb[i];
 	}
 	if (!create)
 		return NULL;
@@ -906,10 +903,10 @@ static int resumer_at(struct vm *vm, struct mem *m, uint64_t y, uint64_t cur_L,
 {
 	const struct lj_objlayout *ol = vm->ol;
 	uint64_t L2 = 0, lcf = 0;
-	if (lj_read_ref(vm, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L ||
+	if (lj_read_ref(vm->ol, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L ||
 	    in_list(out, n, L2))
 		return 0;
-	if (mem_read(m, L2, hdr, ol->L_stacksize + 4) < 0 || hdr[ol->gct] != LJ_GCT_THREAD)
+	if (lj_read_thread(ol, m, L2, hdr) < 0 || hdr[ol->gct] != LJ_GCT_THREAD)
 		return 0;
 	memcpy(&lcf, hdr + ol->L_cframe, 8);
 	if ((lcf & ~3ull) != y)
@@ -956,7 +953,7 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
 			return n; /* scanned there last time, in vain */
 		for (int d = 8, tries = 0; !found && d <= LJ_RESUME_SCAN && tries < LJ_RESUME_TRIES; d += 8) {
 			uint64_t c = 0, prev = 0;
-			if (lj_read_ref(vm, m, y + d + l->cf_L, &c) < 0 ||
+			if (lj_read_ref(vm->ol, m, y + d + l->cf_L, &c) < 0 ||
 			    mem_read_u64(m, y + d + l->cf_prev, &prev) < 0)
 				return n;
 			prev &= ~3ull;
@@ -989,7 +986,7 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 	uint8_t hdrs[LJ_PARENTS][128];
 	uint64_t main_L = 0;
 	const struct lj_snap *s = (const struct lj_snap *)ts->vm_data;
-	if (lj_read_ref(vm, ts->mem, s->g + vm->lay->g_mainthref, &main_L) < 0)
+	if (lj_read_ref(vm->ol, ts->mem, s->g + vm->lay->g_mainthref, &main_L) < 0)
 		main_L = 0;
 	/* a host that resumes from C (nginx: lua_resume from its event loop)
 	 * has no resumer above the coroutine: scan there once in a while */
@@ -1004,7 +1001,7 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 			return;
 	for (int i = 0; i < tb->nrecent && n < LJ_PARENTS; i++) {
 		uint64_t L = tb->recent[i];
-		if (L == cur_L || in_list(got, n, L) || mem_read(ts->mem, L, hdrs[n], vm->ol->L_stacksize + 4) < 0)
+		if (L == cur_L || in_list(got, n, L) || lj_read_thread(vm->ol, ts->mem, L, hdrs[n]) < 0)
 			continue;
 		got[n] = L;
 		int rc = keep_thread(vm, t, ts, L, hdrs[n]);
@@ -1023,12 +1020,12 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	struct mem *m = ts->mem;
 	uint64_t g = 0;
 	struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 1);
-	tb->age = ++vm->clock;
+	tb->age = ++vm->cache.clock;
 	/* DISPATCH (r14) = g + G2DISP in VM code, and on traces with GC64 */
 	if (ts->regs.r14 > vm->lay->g2disp) {
 		uint64_t cand = ts->regs.r14 - vm->lay->g2disp;
-		for (int i = 0; i < vm->ng; i++)
-			if (vm->g[i] == cand)
+		for (int i = 0; i < vm->found.ng; i++)
+			if (vm->found.g[i] == cand)
 				g = cand;
 		/* a new one is used now and adopted by discovery */
 		if (!g && (in_vm(vm, ts->regs.rip) || on_trace_gc64(vm, t, ts->regs.rip)) &&
@@ -1037,18 +1034,18 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	}
 	if (!g && tb->g)
 		g = tb->g;
-	if (!g && vm->ng == 1)
-		g = vm->g[0];
+	if (!g && vm->found.ng == 1)
+		g = vm->found.g[0];
 	/* several states: the one whose running thread's cframe is on this
 	 * thread's stack */
-	for (int i = 0; !g && i < vm->ng; i++) {
+	for (int i = 0; !g && i < vm->found.ng; i++) {
 		uint64_t cl = 0, cf = 0;
-		if (lj_read_ref(vm, m, vm->g[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+		if (lj_read_ref(vm->ol, m, vm->found.g[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
 		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
 			continue;
 		cf &= ~3ull;
 		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
-			g = vm->g[i];
+			g = vm->found.g[i];
 	}
 	if (!g)
 		return 0;
@@ -1074,7 +1071,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	/* copy cur_L's stack: the walk runs after the thread resumed */
 	uint64_t L = s->cur_L;
 	uint8_t hdr[128];
-	if (!L || mem_read(m, L, hdr, vm->ol->L_stacksize + 4) < 0)
+	if (!L || lj_read_thread(vm->ol, m, L, hdr) < 0)
 		return 0;
 	copy_parents(vm, t, ts, tb, L, hdr);
 	uint64_t stack = 0;
@@ -1094,7 +1091,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		return 0;
 	tb->addr = stack;
 	tb->len = (size_t)got;
-	s->lstack = (int)(tb - vm->tb) + 1;
+	s->lstack = (int)(tb - vm->cache.tb) + 1;
 	(void)t;
 	return 0;
 }
@@ -1111,7 +1108,7 @@ static struct mem *setup_mem(struct vm *vm, struct thread_snap *ts, struct lj_ov
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
 	if (s->magic != SNAP_MAGIC || !s->lstack || s->lstack > LJ_TID_CACHE)
 		return ts->mem;
-	struct lj_tidbuf *tb = &vm->tb[s->lstack - 1];
+	struct lj_tidbuf *tb = &vm->cache.tb[s->lstack - 1];
 	if (tb->tid != ts->tid || !tb->buf || !tb->len)
 		return ts->mem;
 	mem_overlay_init(&ov->stk, ts->mem, tb->addr, tb->buf + 256, tb->len);
@@ -1126,8 +1123,8 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 		return FAIL(-LS_E_GARBAGE, "misaligned cframe");
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
-	uint8_t gct, st;
-	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != LJ_GCT_THREAD)
+	uint8_t st;
+	if (!lj_is_gct(c->ol, c->m, *L, LJ_GCT_THREAD))
 		return FAIL(-LS_E_GARBAGE, "SAVE_L is not a thread");
 	/* a yielded coroutine runs nowhere: this is a stale cframe (the C
 	 * stack is reused at the same addresses by the next resume) */
@@ -1179,14 +1176,14 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 	if (mem_read_u64(c->m, p + c->ol->L_base, &base) < 0 || !base || (base & 7) ||
 	    rd_frame(c, base - 8, &fn, &link) < 0)
 		return 0;
-	uint8_t gct, ffid;
-	if (mem_read_u8(c->m, fn + c->ol->gct, &gct) < 0 || gct != LJ_GCT_FUNC ||
+	uint8_t ffid;
+	if (!lj_is_gct(c->ol, c->m, fn, LJ_GCT_FUNC) ||
 	    mem_read_u8(c->m, fn + c->ol->fn_ffid, &ffid) < 0 || ffid == 0)
 		return 0;
-	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm->ol, tv) == child)
 		return 1;
 	/* GCfuncC upvalue[0]: after f (8 bytes) */
-	if (mem_read_u64(c->m, fn + c->ol->fn_f + 8, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+	if (mem_read_u64(c->m, fn + c->ol->fn_f + 8, &tv) == 0 && lj_gcptr(c->vm->ol, tv) == child)
 		return 1;
 	return 0;
 }
@@ -1203,7 +1200,7 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 		return 0; /* not running Lua */
 	uint64_t L = s->cur_L;
 	uint8_t hdr[128];
-	if (mem_read(c->m, L, hdr, c->ol->L_stacksize + 4) < 0)
+	if (lj_read_thread(c->ol, c->m, L, hdr) < 0)
 		return -LS_E_FAULT;
 	uint64_t stack = 0, base = 0;
 	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
@@ -1408,9 +1405,8 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 			continue;
 		if (d > 32) {
 			uint64_t l2 = 0, lcf2 = 0;
-			uint8_t gct2 = 0;
 			if (!w->sw.L || rd_ref(c, try + c->l->cf_L, &l2) < 0 || !l2 ||
-			    mem_read_u8(c->m, l2 + c->ol->gct, &gct2) < 0 || gct2 != LJ_GCT_THREAD ||
+			    !lj_is_gct(c->ol, c->m, l2, LJ_GCT_THREAD) ||
 			    mem_read_u64(c->m, l2 + c->ol->L_cframe, &lcf2) < 0 || (lcf2 & ~3ull) != try)
 				continue;
 		}
@@ -1556,7 +1552,7 @@ static int walk_vm_frame(struct wctx *w, int i)
 	int32_t nres = 0;
 	mem_read_u32(c->m, cf + c->l->cf_nres, (uint32_t *)&nres);
 	uint8_t hdr[128];
-	if (mem_read(c->m, L, hdr, c->ol->L_stacksize + 4) < 0)
+	if (lj_read_thread(c->ol, c->m, L, hdr) < 0)
 		return -LS_E_FAULT;
 	uint64_t stack = 0, base = 0, lcf = 0;
 	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
@@ -1658,7 +1654,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	 * a capture met, or look for one when none is known */
 	if (c->name_miss)
 		info->discover |= VM_DISC_NAMES;
-	if (vm->ncand > 0 || (vm->ng == 0 && vm->quick && t->sym))
+	if (vm->found.ncand > 0 || (vm->found.ng == 0 && vm->found.quick && t->sym))
 		info->discover |= VM_DISC_STATES;
 	if (rc < 0)
 		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
@@ -1709,14 +1705,14 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
 {
 	struct ctx c = ctx_make(vm, NULL, m);
 	uint8_t h[128];
-	if (mem_read(m, L, h, vm->ol->L_stacksize + 4) < 0)
+	if (lj_read_thread(vm->ol, m, L, h) < 0)
 		return -LS_E_FAULT;
 	if (h[vm->ol->gct] != LJ_GCT_THREAD)
 		return -LS_E_GARBAGE;
 	uint64_t stack = 0, base = 0;
 	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
 	memcpy(&base, h + vm->ol->L_base, 8);
-	return thread_frames(&c, L, lj_gcptr(vm, stack), base, out, max);
+	return thread_frames(&c, L, lj_gcptr(vm->ol, stack), base, out, max);
 }
 
 static int lj_coroutines(struct vm *vm, struct target *t,
@@ -1730,8 +1726,8 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
 	if (!fb)
 		return -LS_E_NOMEM;
-	for (int gi = 0; gi < vm->ng; gi++) {
-		uint64_t g = vm->g[gi], o, curL;
+	for (int gi = 0; gi < vm->found.ng; gi++) {
+		uint64_t g = vm->found.g[gi], o, curL;
 		if (rd_ref(&c, g + c.l->g_gc_root, &o) < 0 || rd_ref(&c, g + c.l->g_cur_L, &curL) < 0)
 			continue;
 		for (int guard = 0; o && guard < (1 << 20) && count < 4096; guard++) {
@@ -1740,10 +1736,10 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 				break;
 			uint64_t next = 0;
 			memcpy(&next, h, c.ol->gcref);
-			next = lj_gcptr(vm, next);
+			next = lj_gcptr(vm->ol, next);
 			if (h[c.ol->gct] == LJ_GCT_THREAD) {
 				uint8_t lh[128];
-				if (mem_read(c.m, o, lh, c.ol->L_stacksize + 4) == 0) {
+				if (lj_read_thread(c.ol, c.m, o, lh) == 0) {
 					uint64_t stack = 0, base = 0, top = 0, cfr = 0;
 					memcpy(&stack, lh + c.ol->L_stack, c.ol->gcref);
 					memcpy(&base, lh + c.ol->L_base, 8);
@@ -1795,34 +1791,8 @@ static void lj_close(struct vm *vm)
 	if (!vm)
 		return;
 	for (int i = 0; i < LJ_TID_CACHE; i++)
-		free(vm->tb[i].buf);
+		free(vm->cache.tb[i].buf);
 	free(vm);
-}
-
-/* vm_ops.discover, after the release (sampler.c runs it, with the
- * back-off): adopt the states captures and walks met; when still none is
- * known (record/top skip the probe's heap scan), scan the heap (a
- * launched program creates its state later; a scan costs up to a second
- * on a big heap); learn library names again. Returns states and names
- * found. */
-static int lj_discover(struct vm *vm, struct target *t, unsigned what)
-{
-	struct mem *m = &t->mem.base;
-	int found = 0;
-	if (what & VM_DISC_STATES) {
-		int before = vm->ng;
-		lj_adopt_candidates(vm, m);
-		if (vm->ng == 0 && vm->quick && t->sym)
-			lj_scan_heap(vm, t);
-		found += vm->ng - before;
-	}
-	if (what & VM_DISC_NAMES) {
-		int before = vm->nnames;
-		for (int k = 0; k < vm->ng; k++)
-			lj_learn_names(vm, m, vm->g[k]);
-		found += vm->nnames - before;
-	}
-	return found;
 }
 
 const struct vm_ops vm_luajit_ops = {

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <libelf.h>
 #include "vm.h"
+#include "vm_luajit_obj.h"
 
 /* Layout row flags */
 #define LJL_GC64        0x01  /* 64-bit GC refs, two-slot frames (LJ_FR2) */
@@ -19,20 +20,6 @@
 #define LJL_TARANTOOL   0x04  /* tarantool/luajit fork */
 #define LJL_SNAP_MCOFS  0x08  /* SnapShot has mcofs (>= 2021-03-23) */
 #define LJL_SNAP8       0x10  /* 8-byte SnapShot, nsnap at old offset (beta3) */
-
-/* GC object type tags: the gct byte of a GC object header, ~LJ_T* of
- * LuaJIT's lj_obj.h (the same in every 2.1 variant). */
-enum lj_gct {
-	LJ_GCT_STR = 4,          /* GCstr */
-	LJ_GCT_UPVAL = 5,        /* GCupval */
-	LJ_GCT_THREAD = 6,       /* lua_State */
-	LJ_GCT_PROTO = 7,        /* GCproto */
-	LJ_GCT_FUNC = 8,         /* GCfunc (Lua or C) */
-	LJ_GCT_TRACE = 9,        /* GCtrace */
-	LJ_GCT_CDATA = 10,       /* GCcdata */
-	LJ_GCT_TAB = 11,         /* GCtab */
-	LJ_GCT_UDATA = 12        /* GCudata */
-};
 
 /* What changes between versions of one reference width. */
 struct lj_layout {
@@ -63,30 +50,8 @@ struct lj_layout {
 	int8_t vmst_min;         /* lowest valid negative vmstate (-7 upstream) */
 };
 
-/* What only depends on the reference width. */
-struct lj_objlayout {
-	uint8_t gcref;           /* 8 or 4 */
-	uint8_t gct;             /* GC header: gct byte */
-	uint8_t marked;
-	/* lua_State */
-	uint8_t L_dummy_ffid, L_status, L_glref, L_base, L_top, L_maxstack, L_stack,
-		L_cframe, L_stacksize;
-	/* GCfunc */
-	uint8_t fn_ffid, fn_pc, fn_f;
-	/* GCproto */
-	uint8_t pt_size, pt_numparams, pt_framesize, pt_sizebc, pt_k, pt_uv, pt_sizekgc,
-		pt_sizept, pt_sizeuv, pt_flags, pt_chunkname, pt_firstline, pt_numline,
-		pt_lineinfo, pt_uvinfo, pt_varinfo;
-	/* GCtab, Node */
-	uint8_t tab_array, tab_node, tab_asize, tab_hmask, node_size, node_key, node_next;
-	/* GCtrace */
-	uint8_t tr_nsnap, tr_nsnap_old, tr_snap, tr_snapmap, tr_startpt, tr_startpc,
-		tr_startins, tr_szmcode, tr_mcode, tr_spadjust;
-};
-
 extern const struct lj_layout lj_layouts[];
 extern const int lj_nlayouts;
-extern const struct lj_objlayout lj_obj_gc64, lj_obj_32;
 
 /* What the VM code said (luajit.md 8.4); 0 fields = not found. */
 struct lj_codeinfo {
@@ -158,22 +123,16 @@ struct lj_tidbuf {
 	unsigned noscan_uses;        /* captures since noscan was last cleared */
 };
 
-struct vm {
-	const struct lj_layout *lay;
-	const struct lj_objlayout *ol;
-	uint64_t vm_start, vm_end;   /* VM code range (the big FDE) */
-	const char *vm_module;       /* interned basename */
+/* What the probe and discovery found: states and library names.
+ * Owner: vm_luajit_probe.c (lj_probe, lj_discover and their helpers)
+ * writes it, never during a capture or a walk; the walker reads it and
+ * may only queue candidates (lj_state_usable). */
+struct lj_found {
 	uint64_t g[LJ_MAX_STATES];   /* global_States found */
 	int ng;
 	uint64_t bad_g[LJ_MAX_STATES]; /* candidates already refused */
 	int nbad;
-	struct lj_fname names[LJ_MAX_NAMES];
-	int nnames;
-	const char *ffname[256];     /* builtin id -> name */
-	struct lj_ptinfo pt[LJ_PT_CACHE];
-	struct lj_namecache nc[LJ_NAME_CACHE];
-	struct lj_tidbuf tb[LJ_TID_CACHE];
-	unsigned clock;
+	unsigned nbad_next;          /* bad_g slot to reuse when full */
 	/* states met by captures and walks but not in g[]: requests to
 	 * discovery (lj_discover() moves the valid ones to g[], the others to
 	 * bad_g[]); captures and walks use the valid ones meanwhile */
@@ -183,10 +142,34 @@ struct vm {
 		int ok;              /* lj_check_g() passed */
 	} cand[LJ_MAX_STATES];
 	int ncand;
-	int quick;               /* probed with VM_PROBE_QUICK: the heap scan is
-	                          * left to discovery, when no state turned up */
-	char desc[160];
+	struct lj_fname names[LJ_MAX_NAMES];
+	int nnames;
+	const char *ffname[256];     /* builtin id -> name */
+	int quick;                   /* probed with VM_PROBE_QUICK: the heap scan is
+	                              * left to discovery, when no state turned up */
 	const char *how;             /* how the states were found */
+};
+
+/* What the walker caches between samples: validated protos, call-site
+ * names, per-thread stack copies. Owner: vm_luajit.c (capture and walk);
+ * the probe never touches it. */
+struct lj_cache {
+	struct lj_ptinfo pt[LJ_PT_CACHE];
+	struct lj_namecache nc[LJ_NAME_CACHE];
+	struct lj_tidbuf tb[LJ_TID_CACHE];
+	unsigned clock;              /* capture count, ages tb[] */
+};
+
+/* The VM found in a process: what it is (set by lj_probe, then
+ * constant), what was found in it, what the walker keeps. */
+struct vm {
+	const struct lj_layout *lay;
+	const struct lj_objlayout *ol;
+	uint64_t vm_start, vm_end;   /* VM code range (the big FDE) */
+	const char *vm_module;       /* interned basename */
+	char desc[160];
+	struct lj_found found;
+	struct lj_cache cache;
 };
 
 /* The thread snapshot kept in thread_snap.vm_data. */
@@ -201,7 +184,7 @@ struct lj_snap {
 };
 
 /* vm_luajit_probe.c */
-int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen);
+int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
 /* Validate G as a global_State of layout VM->lay. 0 or -LS_E_GARBAGE. */
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
 /* Add G (validated) to VM's states; returns index or -1. Discovery
@@ -212,6 +195,14 @@ int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
  * reads through M only) and queued in VM->cand for lj_discover(), found
  * by HOW; nothing else changes. */
 int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* vm_ops.discover (vm.h), after the release; sampler.c runs it with its
+ * back-off. WHAT (VM_DISC_*): STATES adopts the candidates captures and
+ * walks queued and, when still no state is known after a quick probe,
+ * scans the heap (a launched program creates its state later; a scan
+ * costs up to a second on a big heap); NAMES learns library names again
+ * (modules required after the probe). Returns the states and names
+ * found. */
+int lj_discover(struct vm *vm, struct target *t, unsigned what);
 /* Discovery for the candidates queued by lj_state_usable(): the valid
  * ones become states (lj_add_g), the others are remembered as refused.
  * Returns the states added. */
@@ -270,11 +261,5 @@ int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64
 int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, uint64_t main_L,
 		      uint64_t *out, int max);
 
-/* small helpers shared by the walker */
-static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)
-{
-	return (vm->lay->flags & LJL_GC64) ? (raw & 0x7fffffffffffull) : (raw & 0xffffffffull);
-}
-int lj_read_ref(struct vm *vm, struct mem *m, uint64_t addr, uint64_t *out);
 
 #endif

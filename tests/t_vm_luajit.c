@@ -166,9 +166,9 @@ static void test_image(void)
 	vm->vm_start = vm_start;
 	vm->vm_end = vm_end;
 	CHECK(lj_check_g(vm, &mi.base, g) == 0);
-	CHECK(lj_add_g(vm, &mi.base, g, "test") == 0 && vm->ng == 1);
-	CHECK(vm->ffname[77] && strcmp(vm->ffname[77], "string.format") == 0);
-	CHECK(vm->nnames == 1 && vm->names[0].f == 0x7000000);
+	CHECK(lj_add_g(vm, &mi.base, g, "test") == 0 && vm->found.ng == 1);
+	CHECK(vm->found.ffname[77] && strcmp(vm->found.ffname[77], "string.format") == 0);
+	CHECK(vm->found.nnames == 1 && vm->found.names[0].f == 0x7000000);
 	/* each invariant rejects a broken state */
 	put64(g + lay->g_mainthref, L + 8);
 	CHECK(lj_check_g(vm, &mi.base, g) < 0);
@@ -192,7 +192,7 @@ static void test_image(void)
 	put32(loaded + 52, 0x7fffffff);
 	struct vm *vm2 = calloc(1, sizeof *vm2);
 	*vm2 = (struct vm){ .lay = lay, .ol = &lj_obj_gc64, .vm_start = vm_start, .vm_end = vm_end };
-	CHECK(lj_learn_names(vm2, &mi.base, g) == 0 && vm2->nnames == 0);
+	CHECK(lj_learn_names(vm2, &mi.base, g) == 0 && vm2->found.nnames == 0);
 	free(vm);
 	free(vm2);
 }
