@@ -1,7 +1,7 @@
 /* vm_luajit.c: LuaJIT 2.1 walker: capture, frame walk, names, lines,
  * JIT traces, coroutines (vm_ops for vm.h).
  *
- * The native stack anchors everything (luajit.md 10): each native frame
+ * The native stack anchors everything (docs/luajit.md §10): each native frame
  * whose pc is in the VM code has rsp = a cframe, whose SAVE_L names the
  * lua_State it runs; its Lua frames are walked from that thread's top
  * (or from where the previous cframe's segment ended) down to the frame
@@ -744,7 +744,7 @@ static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uin
 	return FAIL(-LS_E_GARBAGE, "no trace holds the pc");
 }
 
-/* PC of the snapshot covering ADDR in trace T (luajit.md 10.5), or 0. */
+/* PC of the snapshot covering ADDR in trace T (docs/luajit.md §10.5), or 0. */
 static uint64_t trace_pc(struct ctx *c, uint64_t T, uint64_t addr)
 {
 	const struct lj_objlayout *ol = c->ol;
@@ -853,7 +853,7 @@ static enum vm_state vmstate_class(int vs)
 }
 
 /* Is PC in JIT machine code (executable, anonymous) with GC64 refs, where
- * r14 stays DISPATCH (luajit.md 8.2)? With 32-bit refs a trace may reuse
+ * r14 stays DISPATCH (docs/luajit.md §8.2)? With 32-bit refs a trace may reuse
  * r14: not trusted there. */
 static int on_trace_gc64(const struct vm *vm, struct target *t, uint64_t pc)
 {

@@ -3,8 +3,8 @@
  * Layouts are data (vm_luajit_layout.c): one const row per variant for
  * what moves between versions (global_State, GG_State, cframe), one row
  * per reference width for what only depends on GC64 (lua_State, GCfunc,
- * GCproto, GCstr, GCtab, GCtrace). Sources: /work/shared/notes/luajit.md
- * sections 3-5 (checked against Debian 12 binaries where marked). */
+ * GCproto, GCstr, GCtab, GCtrace). Sources: docs/luajit.md
+ * §3-§5 (checked against Debian 12 binaries where marked). */
 #ifndef LUASPY_VM_LUAJIT_H
 #define LUASPY_VM_LUAJIT_H
 
@@ -24,7 +24,7 @@
 /* What changes between versions of one reference width. */
 struct lj_layout {
 	const char *name;        /* "upstream 2.1 GC64 2021-06..2024-04 (Debian 12)" */
-	const char *source;      /* evidence: "luajit.md 3.6 [src,static,live]" */
+	const char *source;      /* evidence: "docs/luajit.md §3.6 [src,static,live]" */
 	unsigned flags;          /* LJL_* */
 	uint16_t g2disp;         /* GG_G2DISP: DISPATCH - g */
 	uint16_t sizeof_L;       /* sizeof(lua_State) = offset of g in GG_State */
@@ -53,7 +53,7 @@ struct lj_layout {
 extern const struct lj_layout lj_layouts[];
 extern const int lj_nlayouts;
 
-/* What the VM code said (luajit.md 8.4); 0 fields = not found. */
+/* What the VM code said (docs/luajit.md §8.4); 0 fields = not found. */
 struct lj_codeinfo {
 	int gc64;                /* 1, 0, or -1 unknown */
 	uint32_t g2disp;
@@ -208,7 +208,7 @@ int lj_discover(struct vm *vm, struct target *t, unsigned what);
  * Returns the states added. */
 int lj_adopt_candidates(struct vm *vm, struct mem *m);
 /* Scan writable anonymous memory (bounded: 512 MiB) for main lua_States
- * and add the valid ones (luajit.md 8.5). Runs on a running target: the
+ * and add the valid ones (docs/luajit.md §8.5). Runs on a running target: the
  * fallback when neither symbols nor registers nor cframes named a state. */
 void lj_scan_heap(struct vm *vm, struct target *t);
 /* Learn library function names of the state G (registry _LOADED). */
@@ -236,7 +236,7 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
  * cframe right above it, at cf + CFRAME_SIZE (coroutine.resume), or within
  * LJ_RESUME_SCAN bytes above that (C frames in between), naming the resumer
  * in SAVE_L; the resumer's L->cframe points back (lj_vm_resume in
- * vm_x64.dasc; luajit.md 10.3). The search stops at MAIN_L (the state's
+ * vm_x64.dasc; docs/luajit.md §10.3). The search stops at MAIN_L (the state's
  * main thread: nothing resumes it; 0 = unknown). HDR is CUR_L's header as
  * read (L_stacksize + 4 bytes). Reads through M; fills OUT[i] and, in
  * HDRS[i], that thread's header; at most MAX. NOSCAN (or NULL): the

@@ -1,7 +1,7 @@
 /* vm_luajit_obj.h: LuaJIT 2.1 GC objects as the walker and the probe
  * read them: type tags, the offsets that depend only on the reference
  * width (rows in vm_luajit_layout.c), and the small readers both use.
- * Sources: docs/luajit.md §3-5. */
+ * Sources: docs/luajit.md §3-§5. */
 #ifndef LUASPY_VM_LUAJIT_OBJ_H
 #define LUASPY_VM_LUAJIT_OBJ_H
 

@@ -1,6 +1,6 @@
 /* vm_luajit_probe.c: finding a LuaJIT 2.1 VM in a process.
  *
- * Pipeline (luajit.md 8): the VM code range from its one big FDE (CFA
+ * Pipeline (docs/luajit.md §8): the VM code range from its one big FDE (CFA
  * rsp+80, > 10 KiB) in a module's .eh_frame (through .eh_frame_hdr's
  * sorted table and libdw's CFI); the entry code gives GC64/G2DISP,
  * vmstate and cur_L offsets, which choose a layout row; states
