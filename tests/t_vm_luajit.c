@@ -1,13 +1,14 @@
 /* t_vm_luajit.c: unit tests for the LuaJIT walker over synthetic images:
  * code scanner and layout choice, shortsrc, global_State validation,
- * a small GC64 stack image walked frame by frame, and the resumers of a
- * coroutine found from its cframes. */
+ * the shared image (tests/img_luajit.c) of every layout row walked frame
+ * by frame, and the resumers of a coroutine found from its cframes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
 #include "proc_mem.h"
 #include "vm_luajit.h"
+#include "img_luajit.h"
 
 static int failures;
 #define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); failures++; } } while (0)
@@ -188,85 +189,70 @@ static void test_image(void)
 	free(vm2);
 }
 
-/* A GC64 Lua stack: main chunk (@t.lua) calls global f; frames, names,
- * lines; then the same image with random stack slots and proto fields
- * must give an error or frames, never a crash or a hang. */
+/* Every layout row, on the image the fuzzer's seeds hold
+ * (tests/img_luajit.c): main chunk (@t.lua) calls global f, which calls
+ * string.format; frames, names and lines from the main thread, from
+ * cur_L, and without the global_State (no library names). */
+static void test_img_rows(void)
+{
+	static struct lj_img im;
+	for (int i = 0; i < lj_nlayouts; i++) {
+		const struct lj_layout *l = &lj_layouts[i];
+		lj_img_build(&im, l);
+		struct mem_region r[LJ_IMG_NREG + 1];
+		struct mem_image mi;
+		mem_image_init(&mi, r, lj_img_regions(l, im.buf, sizeof im.buf, r));
+		uint64_t L = lj_img_addr[0], g = L + l->sizeof_L;
+		struct frame fr[8];
+		int n = lj_walk_image(l, &mi.base, g, L, fr, 8);
+		CHECK(n == 3);
+		if (n != 3) {
+			fprintf(stderr, "row %d (%s): %d frames\n", i, l->name, n);
+			continue;
+		}
+		CHECK(fr[0].kind == FRAME_C && strcmp(fr[0].name, "string.format") == 0);
+		CHECK(fr[1].kind == FRAME_LUA && strcmp(fr[1].name, "f") == 0 && fr[1].firstline == 3 &&
+		      fr[1].line == 4 && strcmp(fr[1].file, "t.lua") == 0);
+		CHECK(fr[2].kind == FRAME_LUA && strcmp(fr[2].name, "main chunk") == 0 && fr[2].line == 5);
+		CHECK(lj_walk_image(l, &mi.base, g, 0, fr, 8) == 3);
+		n = lj_walk_image(l, &mi.base, 0, L, fr, 8);
+		CHECK(n == 3 && strcmp(fr[0].name, "[builtin#77]") == 0);
+	}
+}
+
+/* The GC64 image of test_img_rows walked by lj_thread_frames; a link
+ * pointing up the stack; then random stack slots, proto fields and
+ * thread fields must give an error or frames, never a crash or a hang. */
 static void test_stack_walk(void)
 {
 	const struct lj_layout *lay = &lj_layouts[0];
-	memset(img, 0, sizeof img);
-	uint64_t L = 0x10000, stack = 0x11000, fn0 = 0x12000, fn1 = 0x12100;
-	uint64_t pt0 = 0x13000, pt1 = 0x14000;
-	AT(L)[9] = 6;
-	put64(L + 16, L + 96);
-	put64(L + 56, stack);
-	put32(L + 88, 40);
-	/* protos: header, bytecode, lineinfo; pt0 has one GC constant "f" */
-	mkstr(0x15000, "@t.lua");
-	mkstr(0x15100, "f");
-	uint64_t pts[2] = { pt0, pt1 };
-	for (int i = 0; i < 2; i++) {
-		uint64_t pt = pts[i];
-		AT(pt)[9] = 7;
-		put32(pt + 12, 4);                /* sizebc */
-		put32(pt + 56, 104 + 16 + 8 + 8); /* sizept */
-		put64(pt + 64, 0x15000);          /* chunkname */
-		put32(pt + 72, i ? 3 : 0);        /* firstline */
-		put32(pt + 76, i ? 2 : 9);        /* numline */
-		put64(pt + 80, pt + 104 + 16);    /* lineinfo */
-		put64(pt + 32, pt + 104 + 16 + 8);/* k: GC constants below it */
-		put32(pt + 48, 1);                /* sizekgc */
-		uint8_t li[4] = { 0, 1, 1, 2 };
-		memcpy(AT(pt + 104 + 16), li, 4);
-	}
-	put64(pt0 + 104 + 16, 0x15100); /* kgc[-1] = "f" (k - 8) */
-	put64(pt0 + 104 + 16 + 8 - 8, 0x15100);
-	put64(pt0 + 80, pt0 + 104 + 16 + 8); /* lineinfo after k */
-	uint8_t li0[4] = { 0, 5, 5, 6 };
-	memcpy(AT(pt0 + 104 + 16 + 8), li0, 4);
-	put32(pt0 + 56, 104 + 16 + 8 + 8);
-	/* main chunk: FUNCV; GGET 0 "f"; CALL 0 1 1; RET0 */
-	uint32_t bc0[4] = { 92, 54 | (0 << 8) | (0u << 16), 66 | (0 << 8) | (1u << 16) | (1u << 24), 75 };
-	memcpy(AT(pt0 + 104), bc0, 16);
-	uint32_t bc1[4] = { 89, 0, 0, 75 };
-	memcpy(AT(pt1 + 104), bc1, 16);
-	AT(fn0)[9] = 8;
-	put64(fn0 + 32, pt0 + 104);
-	AT(fn1)[9] = 8;
-	put64(fn1 + 32, pt1 + 104);
-	/* stack: [0] L, [1] nil, [2] fn0, [3] CP link, [4] fn1, [5] PC after CALL */
-	put64(stack, tv(-7, L));
-	put64(stack + 8, ~0ull);
-	put64(stack + 16, tv(-9, fn0));
-	put64(stack + 24, 16 | 5);
-	put64(stack + 32, tv(-9, fn1));
-	put64(stack + 40, pt0 + 104 + 12);
-	put64(L + 32, stack + 48); /* base */
-	put64(L + 40, stack + 48); /* top */
-
-	struct mem_region r = { BASE, img, sizeof img };
+	static struct lj_img im;
+	lj_img_build(&im, lay);
+	struct mem_region r[LJ_IMG_NREG + 1];
 	struct mem_image mi;
-	mem_image_init(&mi, &r, 1);
+	mem_image_init(&mi, r, lj_img_regions(lay, im.buf, sizeof im.buf, r));
+	uint64_t L = lj_img_addr[0], stack = lj_img_addr[1];
+	uint64_t pt0 = lj_img_addr[3], pt1 = lj_img_addr[3] + 256;
 	struct vm *vm = calloc(1, sizeof *vm);
 	vm->lay = lay;
 	vm->ol = &lj_obj_gc64;
 	struct frame fr[16];
 	int n = lj_thread_frames(vm, &mi.base, L, fr, 16);
-	CHECK(n == 2);
-	if (n == 2) {
-		CHECK(fr[0].kind == FRAME_LUA && strcmp(fr[0].name, "f") == 0 && fr[0].firstline == 3);
-		CHECK(strcmp(fr[0].file, "t.lua") == 0);
-		CHECK(strcmp(fr[1].name, "main chunk") == 0 && fr[1].line == 5);
+	CHECK(n == 3);
+	if (n == 3) {
+		CHECK(fr[1].kind == FRAME_LUA && strcmp(fr[1].name, "f") == 0 && fr[1].firstline == 3);
+		CHECK(strcmp(fr[1].file, "t.lua") == 0);
+		CHECK(strcmp(fr[2].name, "main chunk") == 0 && fr[2].line == 5);
 	}
 	/* a link pointing up the stack is refused, not followed */
-	put64(stack + 24, (uint64_t)-16 | 5);
-	CHECK(lj_thread_frames(vm, &mi.base, L, fr, 16) <= 1);
+	lj_img_put64(&im, stack + 24, (uint64_t)-16 | 5);
+	CHECK(lj_thread_frames(vm, &mi.base, L, fr, 16) <= 2);
 	/* fuzz: random slots and proto fields */
-	static uint8_t saved[sizeof img];
-	memcpy(saved, img, sizeof img);
+	static uint8_t saved[sizeof im.buf];
+	memcpy(saved, im.buf, sizeof im.buf);
 	srand(1);
 	for (int it = 0; it < 20000; it++) {
-		memcpy(img, saved, sizeof img);
+		memcpy(im.buf, saved, sizeof im.buf);
 		int k = 1 + rand() % 6;
 		for (int j = 0; j < k; j++) {
 			uint64_t targets[] = { stack + 8 * (rand() % 8), pt0 + 8 * (rand() % 16),
@@ -274,8 +260,8 @@ static void test_stack_walk(void)
 			uint64_t a = targets[rand() % 4];
 			uint64_t v = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 3) ^ (uint64_t)rand();
 			if (rand() % 3 == 0)
-				v = BASE + (uint64_t)(rand() % (int)sizeof img);
-			put64(a, v);
+				v = lj_img_addr[rand() % LJ_IMG_NREG] + (uint64_t)(rand() % LJ_IMG_REGLEN);
+			lj_img_put64(&im, a, v);
 		}
 		n = lj_thread_frames(vm, &mi.base, L, fr, 16);
 		CHECK(n <= 16);
@@ -449,6 +435,7 @@ int main(int argc, char **argv)
 	test_shortsrc();
 	test_layout_rows();
 	test_image();
+	test_img_rows();
 	test_stack_walk();
 	test_resumers();
 	if (failures) {
