@@ -1034,18 +1034,21 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	}
 	if (!g && tb->g)
 		g = tb->g;
-	if (!g && vm->found.ng == 1)
-		g = vm->found.g[0];
+	/* the states known, and those met but not adopted yet */
+	uint64_t known[2 * LJ_MAX_STATES];
+	int nk = g ? 0 : lj_states_known(vm, known);
+	if (!g && nk == 1)
+		g = known[0];
 	/* several states: the one whose running thread's cframe is on this
 	 * thread's stack */
-	for (int i = 0; !g && i < vm->found.ng; i++) {
+	for (int i = 0; !g && i < nk; i++) {
 		uint64_t cl = 0, cf = 0;
-		if (lj_read_ref(vm->ol, m, vm->found.g[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+		if (lj_read_ref(vm->ol, m, known[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
 		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
 			continue;
 		cf &= ~3ull;
 		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
-			g = vm->found.g[i];
+			g = known[i];
 	}
 	if (!g)
 		return 0;

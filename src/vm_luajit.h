@@ -203,6 +203,10 @@ int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
  * (modules required after the probe). Returns the states and names
  * found. */
 int lj_discover(struct vm *vm, struct target *t, unsigned what);
+/* The states a capture may pick from: found.g[], then the valid
+ * candidates discovery has not adopted yet. Fills OUT (room for
+ * 2 * LJ_MAX_STATES); returns the count. */
+int lj_states_known(const struct vm *vm, uint64_t *out);
 /* Discovery for the candidates queued by lj_state_usable(): the valid
  * ones become states (lj_add_g), the others are remembered as refused.
  * Returns the states added. */

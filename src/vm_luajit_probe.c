@@ -219,6 +219,17 @@ int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how)
 	return ok;
 }
 
+int lj_states_known(const struct vm *vm, uint64_t *out)
+{
+	int n = 0;
+	for (int i = 0; i < vm->found.ng; i++)
+		out[n++] = vm->found.g[i];
+	for (int i = 0; i < vm->found.ncand; i++)
+		if (vm->found.cand[i].ok)
+			out[n++] = vm->found.cand[i].g;
+	return n;
+}
+
 int lj_adopt_candidates(struct vm *vm, struct mem *m)
 {
 	int before = vm->found.ng;
