@@ -192,7 +192,7 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
 int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
 /* For captures and walks: may G be used as a state? 1 when known or a
  * valid candidate, 0 when refused. A new G is validated (lj_check_g,
- * reads through M only) and queued in VM->cand for lj_discover(), found
+ * reads through M only) and queued in VM->found.cand for lj_discover(), found
  * by HOW; nothing else changes. */
 int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
 /* vm_ops.discover (vm.h), after the release; sampler.c runs it with its
