@@ -1638,11 +1638,13 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	w.fb = calloc(MAX_LFRAMES, sizeof *w.fb);
 	int rc = w.fb ? restart_after_trace(&w) : -LS_E_NOMEM;
 	if (rc == 0 && ts->native.n == 0) {
-		rc = lua_only_walk(c, ts, w.s, w.have, w.fb, &w.nf);
-		if (w.nf > 0 && rc == 0) {
-			int n = w.nf;
-			w.nf = 0;
-			rc = append_segment(&w, 0, w.fb, n);
+		/* --lua-only / --nonblocking: no native frames to anchor the
+		 * segments; cur_L alone, top to bottom, as one segment */
+		int n = 0;
+		rc = lua_only_walk(c, ts, w.s, w.have, w.fb, &n);
+		if (n > 0) {
+			int rc2 = append_segment(&w, 0, w.fb, n);
+			rc = rc < 0 ? rc : rc2;
 		}
 	}
 	for (int i = w.first_vm; rc == 0 && ts->native.n > 0 && i >= 0 && i < w.ns->n &&
