@@ -1498,7 +1498,7 @@ static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
 	return internf("function <%s:%d>", p->chunk, p->linedefined);
 }
 
-static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		     struct walk_info *info);
 
 /* A state (when none is known) and the coroutine list, from the heap:
@@ -1524,19 +1524,36 @@ static int puc_discover(struct vm *vm, struct target *t, unsigned what)
 
 /* Lua-only walks (no native stack to stay consistent with) re-read a
  * chain that turned out torn, like capture() does. */
-static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+static int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		    struct walk_info *info)
 {
-	int rc = walk_once(vm, t, ts, out, info);
+	int rc = walk_once(vm, t, ts, lw, info);
 	for (int attempt = 0; rc == -LS_E_TORN && ts->native.n == 0 && ts->tid > 0 && attempt < 2;
 	     attempt++) {
 		puc_capture(vm, t, ts);
-		rc = walk_once(vm, t, ts, out, info);
+		lua_walk_reset(lw);
+		rc = walk_once(vm, t, ts, lw, info);
 	}
 	return rc;
 }
 
-static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+/* A segment while the walk builds it: frames SF[first, first + n). */
+struct wseg { int native_index, replace, first, n; };
+
+/* Hand the segments to the sampler's lua_walk, in order. */
+static int emit_walk(struct lua_walk *lw, const struct frame *sf, const struct wseg *segs, int nsegs)
+{
+	for (int k = 0; k < nsegs; k++) {
+		int rc = lua_walk_segment(lw, segs[k].native_index, segs[k].replace);
+		for (int j = 0; rc == 0 && j < segs[k].n; j++)
+			rc = lua_walk_push(lw, &sf[segs[k].first + j]);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		     struct walk_info *info)
 {
 	const struct puc_layout *lay = vm->lay;
@@ -1565,11 +1582,11 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 			else
 				puc_discover_now(vm, t);
 		}
-		return merge_stacks_old(t->sym, ns, NULL, 0, out) < 0 ? -LS_E_NOMEM : 0;
+		return 0;
 	}
 	struct wframe *w = calloc((size_t)n, sizeof *w);
 	struct frame *sf = calloc((size_t)n, sizeof *sf);
-	struct lua_segment_old *segs = calloc((size_t)n * 2 + 2, sizeof *segs);
+	struct wseg *segs = calloc((size_t)n * 2 + 2, sizeof *segs);
 	int rc = 0, nlua = 0;
 	if (!w || !sf || !segs) {
 		rc = -LS_E_NOMEM;
@@ -1666,12 +1683,12 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 						mfound = k;
 				if (mfound >= 0) {
 					if (nsf > pend) {
-						segs[nsegs++] = (struct lua_segment_old){ mfound, 0, sf + pend, nsf - pend };
+						segs[nsegs++] = (struct wseg){ mfound, 0, pend, nsf - pend };
 						pend = nsf;
 					}
 					sf[nsf] = w[i].fr;
 					/* the native frame keeps its symbol; ours names it otherwise */
-					segs[nsegs++] = (struct lua_segment_old){ mfound, 1, sf + nsf, 1 };
+					segs[nsegs++] = (struct wseg){ mfound, 1, nsf, 1 };
 					nsf++;
 					pend = nsf;
 					j = mfound + 1;
@@ -1712,7 +1729,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 						vm->pcreg_votes[k]++;
 			}
 			if (mfound >= 0) {
-				segs[nsegs++] = (struct lua_segment_old){ mfound, 1, sf + pend, nsf - pend };
+				segs[nsegs++] = (struct wseg){ mfound, 1, pend, nsf - pend };
 				pend = nsf;
 				j = mfound + 1;
 				if (leaf_seg)
@@ -1720,7 +1737,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 			}
 		}
 		if (nsf > pend) {
-			segs[nsegs++] = (struct lua_segment_old){ bound, 0, sf + pend, nsf - pend };
+			segs[nsegs++] = (struct wseg){ bound, 0, pend, nsf - pend };
 			pend = nsf;
 		}
 		/* the outer state's frames start above its lua_resume call */
@@ -1736,8 +1753,7 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 		if (line > 0)
 			sf[0].line = line;   /* sf[0] is raw[0]'s frame */
 	}
-	if (merge_stacks_old(t->sym, ns, segs, nsegs, out) < 0)
-		rc = -LS_E_NOMEM;
+	rc = emit_walk(lw, sf, segs, nsegs);
 	info->lua_frames = nlua;
 	info->vmstate = intern(vm->raw[0].lua ? "interpreter" : "C");
 	info->state = vm->raw[0].lua ? VMS_INTERP : VMS_C;
@@ -1771,6 +1787,7 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	if (!ts)
 		return -LS_E_NOMEM;
 	struct stack st = { 0 };
+	struct lua_walk lw = { 0 };
 	int count = 0;
 	uint64_t all[MAX_STATES + MAX_COROS];
 	int nall = 0;
@@ -1804,7 +1821,9 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		ts->native.n = 0;
 		struct walk_info info;
 		stack_clear(&st);
-		if (walk_once(vm, t, ts, &st, &info) < 0)
+		lua_walk_reset(&lw);
+		if (walk_once(vm, t, ts, &lw, &info) < 0 ||
+		    merge_stacks(t->sym, &ts->native, &lw, &st) < 0)
 			stack_clear(&st);
 		fn(arg, L, what, &st);
 		count++;
@@ -1812,6 +1831,7 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	vm->nraw = 0;
 	vm->raw_tid = 0;
 	stack_free(&st);
+	lua_walk_free(&lw);
 	free(ts);
 	return count;
 }
@@ -1840,7 +1860,12 @@ int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, stru
 		rc = -LS_E_FAULT;
 	else if ((rc = read_chain(vm, m, L, lb)) == 0) {
 		struct walk_info info;
-		rc = walk_once(vm, &t, ts, out, &info);
+		struct lua_walk lw = { 0 };
+		rc = walk_once(vm, &t, ts, &lw, &info);
+		/* no native frames: the segments, in order, are the stack */
+		if (rc == 0 && merge_stacks(NULL, &ts->native, &lw, out) < 0)
+			rc = -LS_E_NOMEM;
+		lua_walk_free(&lw);
 	}
 	for (int i = 0; i < PROTO_CACHE; i++)
 		proto_free(vm->pcache[i]);
@@ -1944,7 +1969,7 @@ const struct vm_ops vm_puc_ops = {
 	.family = "puc",
 	.probe = puc_probe,
 	.capture = puc_capture,
-	.walk_merged = puc_walk,
+	.walk = puc_walk,
 	.discover = puc_discover,
 	.describe = puc_describe,
 	.coroutines = puc_coroutines,
