@@ -84,6 +84,9 @@ struct cname { uint64_t f; const char *name; };
 struct range { uint64_t lo, hi; };
 
 struct vm {
+	/* What the probe found (puc_probe) and discovery adds to
+	 * (puc_discover, after the release): the walk reads these and never
+	 * writes them. */
 	const struct puc_layout *lay;
 	int minor, patch;
 	char desc[96];
@@ -93,21 +96,27 @@ struct vm {
 	int nstates;
 	uint64_t coros[MAX_COROS];     /* other threads (allgc walk) */
 	int ncoros;
-	uint64_t coros_ns;             /* when they were listed */
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */
 	uint64_t co_yield;             /* coroutine.yield */
-	struct range exec[MAX_EXEC];
+	struct range exec[MAX_EXEC];   /* luaV_execute code (symbols, opcode table) */
 	int nexec;
 	const char *exec_how;
 	uint64_t resume_fn;            /* lua_resume */
+
+	/* The walker's own state and caches (capture, walk): discovery never
+	 * reads them. */
 	struct puc_proto *pcache[PROTO_CACHE];
 	/* capture scratch: raw frames of the last captured thread */
 	pid_t raw_tid;
 	int nraw, raw_truncated, raw_err;
 	struct puc_raw raw[MAX_RAW];
 	unsigned pcreg_votes[UREG_NREGS]; /* which register held luaV_execute's pc */
+	/* luaV_execute ranges learned from C-function anchors (stripped
+	 * binaries where the probe found none) */
+	struct range wexec[MAX_EXEC];
+	int nwexec;
 	/* fde cache */
 	struct { uint64_t pc, lo, hi; } fde[256];
 };
@@ -600,7 +609,22 @@ static int in_exec(const struct vm *vm, uint64_t pc)
 	for (int i = 0; i < vm->nexec; i++)
 		if (pc >= vm->exec[i].lo && pc < vm->exec[i].hi)
 			return 1;
+	for (int i = 0; i < vm->nwexec; i++)
+		if (pc >= vm->wexec[i].lo && pc < vm->wexec[i].hi)
+			return 1;
 	return 0;
+}
+
+/* The walk learned [LO, HI) is luaV_execute (its cache, vm->wexec). */
+static void exec_learn(struct vm *vm, uint64_t lo, uint64_t hi)
+{
+	if (!lo || hi <= lo || vm->nwexec >= MAX_EXEC || in_exec(vm, lo))
+		return;
+	vm->wexec[vm->nwexec].lo = lo;
+	vm->wexec[vm->nwexec].hi = hi;
+	vm->nwexec++;
+	msg_debug(1, "puc: luaV_execute at [0x%llx, 0x%llx) (C-function anchor)",
+		  (unsigned long long)lo, (unsigned long long)hi);
 }
 
 static void exec_add(struct vm *vm, uint64_t lo, uint64_t hi, const char *how)
@@ -1029,10 +1053,26 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 	return n;
 }
 
-static void refresh_coros(struct vm *vm, struct mem *m)
+static int u64_cmp(const void *a, const void *b)
 {
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* List the coroutines again; returns how many were not listed before. */
+static int refresh_coros(struct vm *vm, struct mem *m)
+{
+	uint64_t *old = malloc(sizeof vm->coros);
+	int nold = vm->ncoros, fresh = 0;
+	if (old) {
+		memcpy(old, vm->coros, (size_t)nold * sizeof *old);
+		qsort(old, (size_t)nold, sizeof *old, u64_cmp);
+	}
 	vm->ncoros = enum_threads(vm, m, vm->coros, MAX_COROS);
-	vm->coros_ns = now_ns();
+	for (int i = 0; i < vm->ncoros; i++)
+		fresh += !old || !bsearch(&vm->coros[i], old, (size_t)nold, sizeof *old, u64_cmp);
+	free(old);
+	return fresh;
 }
 
 /* The coroutine that L is running through coroutine.resume/wrap, or 0. */
@@ -1501,25 +1541,23 @@ static const char *lua_frame_name(const struct puc_proto *p, const char *cs)
 static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		     struct walk_info *info);
 
-/* A state (when none is known) and the coroutine list, from the heap:
- * luaV_execute was on a stack with no state or coroutine known for it. */
-static int puc_discover_now(struct vm *vm, struct target *t)
-{
-	int before = vm->nstates;
-	if (vm->nstates == 0)
-		find_states(vm, t);
-	for (int k = before; k < vm->nstates; k++)
-		load_cnames(vm, t, vm->states[k]);
-	set_co_names(vm);
-	refresh_coros(vm, &t->mem.base);
-	return vm->nstates - before;
-}
-
-/* TRANSITIONAL: the sampler's discover() entry */
+/* vm_ops.discover, after the release (never inside a walk): what the
+ * walks asked for in WHAT. VM_DISC_STATES: main states from the heap when
+ * none is known, and the C function names of new ones; VM_DISC_NAMES:
+ * the names of every state again; VM_DISC_COROS: the coroutine list.
+ * Returns the states and coroutines not known before. */
 static int puc_discover(struct vm *vm, struct target *t, unsigned what)
 {
-	(void)what;
-	return puc_discover_now(vm, t);
+	int before = vm->nstates, found = 0;
+	if ((what & VM_DISC_STATES) && vm->nstates == 0)
+		find_states(vm, t);
+	for (int k = (what & VM_DISC_NAMES) ? 0 : before; k < vm->nstates; k++)
+		load_cnames(vm, t, vm->states[k]);
+	set_co_names(vm);
+	found += vm->nstates - before;
+	if (what & VM_DISC_COROS)
+		found += refresh_coros(vm, &t->mem.base);
+	return found;
 }
 
 /* Lua-only walks (no native stack to stay consistent with) re-read a
@@ -1569,19 +1607,14 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 		return 0;
 	if (n == 0) {
 		/* luaV_execute on the stack but no state for it: a state or a
-		 * coroutine born after the last scan; rescan, rate-limited */
+		 * coroutine born after the last scan; discovery looks for them
+		 * after the release (the sampler's back-off paces it) */
 		int in_lua = 0;
 		for (int k = 0; k < ns->n && !in_lua; k++)
 			in_lua = in_exec(vm, ns->f[k].pc - !(ns->f[k].flags & NF_LEAF)) ||
 				 (vm->resume_fn && native_start(vm, t, &ns->f[k]) == vm->resume_fn);
-		uint64_t now = now_ns();
-		if ((in_lua || vm->nstates == 0) &&
-		    now - vm->coros_ns > (vm->nstates ? 1000000000ull : 200000000ull)) {
-			if (ts->held)
-				info->discover = 1; /* a heap scan: not while held */
-			else
-				puc_discover_now(vm, t);
-		}
+		if (in_lua || vm->nstates == 0)
+			info->discover |= VM_DISC_STATES | VM_DISC_COROS;
 		return 0;
 	}
 	struct wframe *w = calloc((size_t)n, sizeof *w);
@@ -1694,10 +1727,10 @@ static int walk_once(struct vm *vm, struct target *t, struct thread_snap *ts, st
 					j = mfound + 1;
 					/* C-function anchor: f <- luaD_precall <- luaV_execute */
 					if (!r->last && vm->raw[i + 1].lua && mfound + 2 < N &&
-					    !in_exec(vm, ns->f[mfound + 2].pc - 1) && vm->nexec < 2) {
+					    !in_exec(vm, ns->f[mfound + 2].pc - 1) && vm->nexec + vm->nwexec < 2) {
 						uint64_t end, lo = fde_of(vm, t, ns->f[mfound + 2].pc - 1, &end);
 						if (lo && end - lo >= 4096)
-							exec_add(vm, lo, end, "C-function anchor");
+							exec_learn(vm, lo, end);
 					}
 				} else {
 					sf[nsf++] = w[i].fr;
