@@ -30,7 +30,7 @@ static void t_ident(void)
 static void t_layout(void)
 {
 	const struct puc_layout *l;
-	/* one row per release, the moves of notes §1.8 */
+	/* one row per release, the moves of docs/puc-lua.md §1.8 */
 	CHECK((l = puc_layout_find(4, 4)) && l->L_stack == 48 && l->L_base_ci == 96 &&
 	      l->L_errorJmp == 88 && l->g_mainthread == 264 && l->cist_tail == 0x20);
 	CHECK((l = puc_layout_find(4, 0)) && l->L_stack == 56 && l->g_mainthread == 256 &&
@@ -48,7 +48,7 @@ static void t_layout(void)
 	CHECK((l = puc_layout_find(2, 4)) && l->ci_savedpc == 56 && l->g_mainthread == 264);
 	CHECK((l = puc_layout_find(1, 5)) && l->L_savedpc == 48 && l->ci_size == 40 &&
 	      l->t_node == 32 && l->exec == PUC_EXEC_51);
-	/* block invariant D = sizeof(lua_State) = LG.g - LX.l (notes §9.1) */
+	/* block invariant D = sizeof(lua_State) = LG.g - LX.l (docs/puc-lua.md §9.1) */
 	int want_D[][3] = { { 1, 5, 184 }, { 2, 4, 208 }, { 3, 6, 208 }, { 4, 0, 200 },
 			    { 4, 1, 192 }, { 4, 2, 192 }, { 4, 4, 200 } };
 	for (size_t i = 0; i < sizeof want_D / sizeof want_D[0]; i++)

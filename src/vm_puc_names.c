@@ -1,4 +1,4 @@
-/* vm_puc_debug.c: pure decoding of PUC Lua bytecode metadata: 5.4
+/* vm_puc_names.c: pure decoding of PUC Lua bytecode metadata: 5.4
  * relative line info, and call-site names (ldebug.c getfuncname /
  * getobjname / findsetreg / 5.1 symbexec) over a copied Proto. No target
  * access: everything comes through struct puc_nameinfo callbacks, so the
