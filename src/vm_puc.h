@@ -105,7 +105,8 @@ int puc_line54(const int8_t *lineinfo, int sizelineinfo, const int32_t *abs, int
  * NAME the name. CODE has SIZECODE instructions. The callbacks give the
  * caller Proto's local names, upvalue names, constant strings and (5.1)
  * the upvalue count of child proto N. Strings returned by callbacks must
- * stay valid (interned). Metamethod names are the version's own ("__add"
+ * be our own NUL-terminated copies that stay valid (interned), never
+ * target memory; the decoder compares them bounded. Metamethod names are the version's own ("__add"
  * up to 5.3, "add" in 5.4); 5.1 names none. */
 struct puc_nameinfo {
 	const struct puc_layout *lay;
@@ -212,6 +213,11 @@ struct vm {
 	/* The walker's own state and caches (capture, walk): discovery never
 	 * reads them. */
 	struct puc_proto *pcache[PROTO_CACHE];
+	/* Protos evicted from pcache during the walk in progress: its frames
+	 * may still point at them; freed when it ends (puc_protos_release).
+	 * A walk reads at most MAX_RAW Protos. */
+	struct puc_proto *retired[MAX_RAW];
+	int nretired;
 	/* capture scratch: raw frames of the last captured thread */
 	pid_t raw_tid;
 	int nraw, raw_truncated, raw_err;
@@ -312,9 +318,14 @@ int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen);
 /* ---- vm_puc_proto.c: Protos and call-site names --------------------------- */
 
 /* The Proto at A, from the cache (VM->pcache) when its header still
- * matches; NULL when A is not a valid Proto. */
+ * matches; NULL when A is not a valid Proto. Valid until the walk ends
+ * (puc_protos_release): a Proto the cache evicts meanwhile (another one
+ * in its slot, or the same address read again with another header) is
+ * retired, not freed. */
 struct puc_proto *puc_proto_get(struct vm *vm, struct mem *m, uint64_t a);
-/* Free every cached Proto. */
+/* End of a walk: free the Protos retired during it. */
+void puc_protos_release(struct vm *vm);
+/* Free every cached and retired Proto. */
 void puc_protos_free(struct vm *vm);
 /* Name (interned) of the function called by instruction PC of caller
  * Proto P, *WHAT its kind ("global", "method"...), or NULL (cached per pc). */

@@ -41,8 +41,16 @@ static void proto_free(struct puc_proto *p)
 	free(p);
 }
 
+void puc_protos_release(struct vm *vm)
+{
+	for (int i = 0; i < vm->nretired; i++)
+		proto_free(vm->retired[i]);
+	vm->nretired = 0;
+}
+
 void puc_protos_free(struct vm *vm)
 {
+	puc_protos_release(vm);
 	for (int i = 0; i < PROTO_CACHE; i++) {
 		proto_free(vm->pcache[i]);
 		vm->pcache[i] = NULL;
@@ -210,10 +218,14 @@ struct puc_proto *puc_proto_get(struct vm *vm, struct mem *m, uint64_t a)
 	if (p && p->addr == a && p->code_addr == code && p->sizecode == sizecode &&
 	    p->linedefined == linedef && p->source_addr == src)
 		return p;
+	if (p && vm->nretired >= MAX_RAW)
+		return NULL;   /* not reached: a walk reads at most MAX_RAW Protos */
 	p = proto_read(lay, m, a, h);
 	if (!p)
 		return NULL;
-	proto_free(vm->pcache[slot]);
+	/* the walk may hold the one evicted: freed when it ends */
+	if (vm->pcache[slot])
+		vm->retired[vm->nretired++] = vm->pcache[slot];
 	vm->pcache[slot] = p;
 	return p;
 }

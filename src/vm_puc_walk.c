@@ -66,12 +66,17 @@ uint64_t puc_resume_child(struct vm *vm, struct mem *m, uint64_t L)
 		f = g64(tv, 0);
 	} else if (tag == lay->tag_ccl) {
 		uint64_t c = g64(tv, 0);
-		if (!ptr_ok(c) || mem_read(m, c, cl, 48) < 0 || cl[8] != lay->gct_ccl)
+		/* the closure up to f (the smallest one), then its upvalue when
+		 * it has one: never a byte not read */
+		size_t cll = (size_t)lay->ccl_f + 8;
+		if (!ptr_ok(c) || lay->ccl_upvalue + 16 > (int)sizeof cl ||
+		    mem_read(m, c, cl, cll) < 0 || cl[8] != lay->gct_ccl)
 			return 0;
 		if (lay->cl_isC >= 0 && cl[lay->cl_isC] != 1)
 			return 0;
 		f = g64(cl, lay->ccl_f);
 		if (f != vm->co_resume && cl[lay->cl_nupvalues] == 1 &&
+		    mem_read(m, c + (uint64_t)lay->ccl_upvalue, cl + lay->ccl_upvalue, 16) == 0 &&
 		    tv_tag(lay, cl + lay->ccl_upvalue) == lay->tag_thread)
 			co = g64(cl, lay->ccl_upvalue);   /* coroutine.wrap's auxwrap */
 	}
@@ -828,6 +833,7 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 	free(c.w);
 	free(c.sf);
 	free(c.segs);
+	puc_protos_release(vm);
 	return rc;
 }
 

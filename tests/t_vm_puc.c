@@ -299,6 +299,160 @@ static void t_image(void)
 	stack_free(&st);
 }
 
+/* The name decoder's path (getobjname through puc_walk_image) over a
+ * hostile 5.4 image (issue 13 item 1: SIGSEGV in strcmp inside
+ * getobjname under torn memory). A C function called as global "print"
+ * from Lua function f (chunk a.lua), itself called as global "inner"
+ * from g (chunk b.lua). f's and g's Protos sit 16 KiB apart, so they
+ * share a slot of the walker's direct-mapped Proto cache: reading g's
+ * evicts f's while the walk still uses it (before the fix: freed, and
+ * getobjname's upvalue names read from the freed copy; ASan reports a
+ * heap-use-after-free). The Protos also carry what torn memory gives:
+ * local names through wild and unaligned pointers, a string claiming
+ * 1 MiB whose bytes run to the end of its region unterminated, an
+ * upvalue name pointer into nothing, a constant tagged string pointing
+ * at garbage. Names must come out right or not at all, bounded. */
+enum { NR = 10, NLEN = 1024 };
+static uint8_t nimg[NR][NLEN];
+static void nput64(int r, int off, uint64_t v) { memcpy(&nimg[r][off], &v, 8); }
+static void nput32(int r, int off, uint32_t v) { memcpy(&nimg[r][off], &v, 4); }
+static void nput16(int r, int off, uint16_t v) { memcpy(&nimg[r][off], &v, 2); }
+
+static void t_image_names(void)
+{
+	enum { RL, RSTK, RCI, RCL, RPF, RPG, RCODE, RSTR, RK, RJUNK };
+	const uint64_t A[NR] = { 0x100000, 0x110000, 0x120000, 0x130000,
+				 0x140000, 0x144000,   /* same Proto cache slot */
+				 0x150000, 0x160000, 0x170000, 0x180000 };
+	const struct puc_layout *l = puc_layout_find(4, 4);
+	memset(nimg, 0, sizeof nimg);
+	/* lua_State: ci -> the C frame */
+	nimg[RL][8] = (uint8_t)l->gct_thread;
+	nput64(RL, l->L_top, A[RSTK] + 96);
+	nput64(RL, l->L_ci, A[RCI] + 128);
+	nput64(RL, l->L_stack, A[RSTK]);
+	nput64(RL, l->L_stack_last, A[RSTK] + 800);
+	/* stack: g's closure, f's closure, the light C function */
+	nput64(RSTK, 16, A[RCL]);
+	nimg[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
+	nput64(RSTK, 48, A[RCL] + 128);
+	nimg[RSTK][48 + 8] = (uint8_t)l->tag_lcl;
+	nput64(RSTK, 80, 0x401000);
+	nimg[RSTK][80 + 8] = (uint8_t)l->tag_lcf;
+	/* CallInfos: 0 g (FRESH), 1 f, 2 C */
+	uint64_t prev[3] = { A[RL] + (uint64_t)l->L_base_ci, A[RCI], A[RCI] + 64 };
+	uint64_t func[3] = { A[RSTK] + 16, A[RSTK] + 48, A[RSTK] + 80 };
+	uint16_t st[3] = { (uint16_t)l->cist_fresh, 0, (uint16_t)l->cist_c };
+	for (int i = 0; i < 3; i++) {
+		nput64(RCI, 64 * i + l->ci_func, func[i]);
+		nput64(RCI, 64 * i + l->ci_previous, prev[i]);
+		nput16(RCI, 64 * i + l->ci_callstatus, st[i]);
+		if (i < 2)   /* both at pc 1, the CALL */
+			nput64(RCI, 64 * i + l->ci_savedpc, A[RCODE] + 256 * (uint64_t)i + 8);
+	}
+	/* closures: g at 0, f at 128 */
+	nimg[RCL][8] = (uint8_t)l->gct_lcl;
+	nput64(RCL, l->lcl_p, A[RPG]);
+	nimg[RCL][128 + 8] = (uint8_t)l->gct_lcl;
+	nput64(RCL, 128 + l->lcl_p, A[RPF]);
+	/* strings, 64 bytes apart: "@b.lua" "@a.lua" "_ENV" "print" "inner";
+	 * then at 320 one claiming 1 MiB, unterminated to the region's end */
+	const char *str[5] = { "@b.lua", "@a.lua", "_ENV", "print", "inner" };
+	for (int i = 0; i < 5; i++) {
+		nimg[RSTR][64 * i + 8] = (uint8_t)l->gct_lstr;   /* long: size_t length */
+		nput64(RSTR, 64 * i + 16, strlen(str[i]));
+		memcpy(&nimg[RSTR][64 * i + l->ts_data], str[i], strlen(str[i]));
+	}
+	nimg[RSTR][320 + 8] = (uint8_t)l->gct_lstr;
+	nput64(RSTR, 320 + 16, 1u << 20);
+	memset(&nimg[RSTR][320 + l->ts_data], 'x', NLEN - 320 - (size_t)l->ts_data);
+	/* junk region: not a string anywhere */
+	memset(nimg[RJUNK], 0xa5, NLEN);
+	/* Protos: g (index 0, RPG) and f (index 1, RPF); code at RCODE+256i */
+	for (int i = 0; i < 2; i++) {
+		int r = i ? RPF : RPG, c = 256 * i;
+		uint64_t code = A[RCODE] + (uint64_t)c;
+		nimg[r][8] = (uint8_t)l->p_tt_value;
+		nput32(r, l->p_sizecode, 3);
+		nput32(r, l->p_sizelineinfo, 3);
+		nput32(r, l->p_linedefined, 10 + 10 * i);
+		nput32(r, l->p_lastlinedefined, 14 + 10 * i);
+		nput32(r, l->p_sizeupvalues, 2);
+		nput32(r, l->p_sizek, 2);
+		nput32(r, l->p_sizelocvars, 4);
+		nput64(r, l->p_code, code);
+		nput64(r, l->p_lineinfo, code + 64);
+		nput64(r, l->p_upvalues, code + 128);
+		nput64(r, l->p_locvars, code + 160);
+		nput64(r, l->p_k, A[RK] + 64 * (uint64_t)i);
+		nput64(r, l->p_source, A[RSTR] + 64 * (uint64_t)i);
+		nput32(RCODE, c + 0, i54(11, 0, 0, 0, 0));   /* GETTABUP 0 _ENV k0 */
+		nput32(RCODE, c + 4, i54(68, 0, 1, 1, 0));   /* CALL 0 */
+		nput32(RCODE, c + 8, i54(70, 0, 1, 0, 0));   /* RETURN */
+		nimg[RCODE][c + 64] = 1, nimg[RCODE][c + 65] = 0, nimg[RCODE][c + 66] = 1;
+		/* upvalue 0 "_ENV" (Upvaldesc: name first), 1 into nothing */
+		nput64(RCODE, c + 128, A[RSTR] + 128);
+		nput64(RCODE, c + 144, 0x7ff000001000ull);
+		/* locals, none active at pc 1 but all read: wild, unaligned,
+		 * the unterminated 1 MiB string, junk */
+		uint64_t ln[4] = { 0x7ff000002000ull, A[RSTR] + 3, A[RSTR] + 320, A[RJUNK] + 64 };
+		for (int k = 0; k < 4; k++) {
+			nput64(RCODE, c + 160 + 16 * k, ln[k]);
+			nput32(RCODE, c + 160 + 16 * k + 8, 5);
+			nput32(RCODE, c + 160 + 16 * k + 12, 6);
+		}
+		/* k0: g calls "inner", f calls "print"; k1: a string into junk */
+		nput64(RK, 64 * i, A[RSTR] + (i ? 192 : 256));
+		nimg[RK][64 * i + 8] = (uint8_t)l->tag_lstr;
+		nput64(RK, 64 * i + 16, A[RJUNK] + 8);
+		nimg[RK][64 * i + 16 + 8] = (uint8_t)l->tag_lstr;
+	}
+	struct mem_region r[NR];
+	for (int i = 0; i < NR; i++)
+		r[i] = (struct mem_region){ A[i], nimg[i], NLEN };
+	struct mem_image im;
+	mem_image_init(&im, r, NR);
+	struct stack st3 = { 0 };
+	int rc = puc_walk_image(l, &im.base, A[RL], &st3);
+	if (rc != 0 || st3.n != 3)
+		fprintf(stderr, "names image walk: rc %d (%s), %d frames\n", rc, err_text(rc), st3.n);
+	CHECK(rc == 0 && st3.n == 3);
+	for (int k = 0; getenv("T_VM_PUC_DEBUG") && k < st3.n; k++)
+		fprintf(stderr, "frame %d: %s %s:%d (%d)\n", k, st3.f[k].name,
+			st3.f[k].file ? st3.f[k].file : "", st3.f[k].line, st3.f[k].firstline);
+	if (rc == 0 && st3.n == 3) {
+		CHECK(st3.f[0].kind == FRAME_C && !strcmp(st3.f[0].name, "print"));
+		CHECK(st3.f[1].kind == FRAME_LUA && !strcmp(st3.f[1].name, "inner") &&
+		      !strcmp(st3.f[1].file, "a.lua") && st3.f[1].firstline == 20 && st3.f[1].line == 21);
+		CHECK(st3.f[2].kind == FRAME_LUA && !strcmp(st3.f[2].name, "function <b.lua:10>") &&
+		      !strcmp(st3.f[2].file, "b.lua") && st3.f[2].firstline == 10);
+	}
+	/* the constant "print" through the unterminated string: no name,
+	 * never a read past it */
+	nput64(RK, 64, A[RSTR] + 320);
+	rc = puc_walk_image(l, &im.base, A[RL], &st3);
+	CHECK(rc == 0 && st3.n == 3);
+	if (rc == 0 && st3.n == 3) {
+		CHECK(strlen(st3.f[0].name) <= 1024 + 2);
+		CHECK(!strcmp(st3.f[1].name, "inner"));
+	}
+	/* torn names: garbage over the strings and the name tables, walked
+	 * again and again (ASan checks every read) */
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+	for (int round = 0; round < 4000; round++) {
+		int reg = round % 2 ? RSTR : (round % 4 ? RCODE : RK);
+		for (int k = 0; k < 4; k++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			nimg[reg][x % NLEN] = (uint8_t)(x >> 40);
+		}
+		rc = puc_walk_image(l, &im.base, A[RL], &st3);
+		CHECK(rc <= 0 && st3.n <= 3);
+		for (int k = 0; rc == 0 && k < st3.n; k++)
+			CHECK(st3.f[k].name && strlen(st3.f[k].name) < 2048);
+	}
+	stack_free(&st3);
+}
+
 /* --rows MINOR PATCH: the row's offsets as "struct field offset" lines,
  * named as in the DWARF (tests/puc-layout-dwarf.test compares them). */
 static int print_rows(int minor, int patch)
@@ -376,6 +530,7 @@ int main(int argc, char **argv)
 	t_names();
 	t_fuzz();
 	t_image();
+	t_image_names();
 	if (fails) {
 		fprintf(stderr, "t_vm_puc: %d failure(s)\n", fails);
 		return 1;
