@@ -1595,7 +1595,7 @@ out:
 			continue; /* merge_stacks fuses them */
 		/* start of the native function from its FDE */
 		uint64_t a = nf2->pc - ((nf2->flags & NF_LEAF) ? 0 : 1);
-		if (lj_fde_start(t, a) != sg->f[0].addr)
+		if (symtab_fde_start(t->sym, a, NULL) != sg->f[0].addr)
 			continue;
 		if (nextra < MAX_SEGS && sg->f[0].name[0] != '[') {
 			struct frame *cfr = &sg->f[0];

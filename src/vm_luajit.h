@@ -192,11 +192,6 @@ int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
 void lj_scan_heap(struct vm *vm, struct target *t);
 /* Learn library function names of the state G (registry _LOADED). */
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
-/* Function start (FDE initial location) covering target ADDR, or 0. */
-uint64_t lj_fde_start(struct target *t, uint64_t addr);
-/* The same in module ELF loaded with BIAS (file address + BIAS = target
- * address), from its .eh_frame_hdr section. */
-uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr);
 /* The VM's FDE (> 10 KiB, CFA rsp+80 or +96) of one module: a
  * symtab_each_module callback (ARG a struct lj_fde_find, zeroed by the
  * caller); returns 1 and fills it when found. Exported for

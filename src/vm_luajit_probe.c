@@ -135,50 +135,6 @@ int lj_fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *el
 	return found;
 }
 
-/* Start of the function whose FDE covers ADDR, from the module's
- * .eh_frame_hdr search table (binary search); 0 when unknown. */
-uint64_t lj_fde_start(struct target *t, uint64_t addr)
-{
-	Elf *elf = NULL;
-	uint64_t bias = 0;
-	if (!symtab_module_at(t->sym, addr, &elf, &bias) || !elf)
-		return 0;
-	return lj_fde_start_elf(elf, bias, addr);
-}
-
-uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr)
-{
-	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(elf, ".eh_frame_hdr", &sh);
-	if (!scn)
-		return 0;
-	Elf_Data *d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf || d->d_size < 12)
-		return 0;
-	const uint8_t *h = d->d_buf;
-	if (h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
-		return 0;
-	uint32_t n;
-	memcpy(&n, h + 8, 4);
-	if (n == 0 || (uint64_t)n * 8 + 12 > d->d_size)
-		return 0;
-	uint64_t a = addr - bias;
-	uint32_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int32_t loc;
-		memcpy(&loc, h + 12 + 8 * mid, 4);
-		if (sh.sh_addr + (int64_t)loc <= a)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	int32_t loc;
-	memcpy(&loc, h + 12 + 8 * lo, 4);
-	uint64_t st = sh.sh_addr + (int64_t)loc;
-	return st <= a ? st + bias : 0;
-}
-
 /* ---- validating a global_State ---- */
 
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
