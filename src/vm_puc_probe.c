@@ -7,7 +7,6 @@
  * from symbols or, when stripped, from its opcode jump table; the
  * coroutines from the GC lists. What it finds, the walk only reads;
  * puc_discover (vm_puc.c) adds to it after a sample. */
-#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,55 +356,6 @@ const char *puc_cname_find(const struct vm *vm, uint64_t f)
 
 /* ---- native code: function starts and the luaV_execute range ------------- */
 
-/* Start and end of the function (CFI FDE) covering PC, or 0: a binary
- * search of the module's .eh_frame_hdr table (PT_GNU_EH_FRAME, read from
- * target memory; x86_64 GCC/clang encode it datarel|sdata4 and FDEs
- * pcrel|sdata4, checked below). */
-static uint64_t fde_lookup(struct target *t, uint64_t pc, uint64_t *end)
-{
-	Elf *elf = NULL;
-	uint64_t bias = 0;
-	*end = 0;
-	if (!symtab_module_at(t->sym, pc, &elf, &bias) || !elf)
-		return 0;
-	size_t nph = 0;
-	if (elf_getphdrnum(elf, &nph) != 0)
-		return 0;
-	uint64_t hdr = 0;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME)
-			hdr = ph.p_vaddr + bias;
-	}
-	uint8_t h[12];
-	struct mem *m = &t->mem.base;
-	if (!hdr || mem_read(m, hdr, h, 12) < 0 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
-		return 0;
-	uint32_t count = g32(h, 8);
-	if (count == 0 || count > (1u << 22))
-		return 0;
-	int32_t key = (int32_t)(pc - hdr);
-	uint32_t lo = 0, hi = count - 1;
-	int32_t e[2];
-	while (lo < hi) {  /* last entry with initial_loc <= pc */
-		uint32_t mid = lo + (hi - lo + 1) / 2;
-		if (mem_read(m, hdr + 12 + 8ull * mid, e, 8) < 0)
-			return 0;
-		if (e[0] <= key)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	if (mem_read(m, hdr + 12 + 8ull * lo, e, 8) < 0 || e[0] > key)
-		return 0;
-	uint64_t start = hdr + (uint64_t)(int64_t)e[0], fde = hdr + (uint64_t)(int64_t)e[1];
-	uint32_t range;
-	if (mem_read_u32(m, fde + 12, &range) < 0 || pc >= start + range)
-		return 0;
-	*end = start + range;
-	return start;
-}
-
 uint64_t puc_fde_of(struct vm *vm, struct target *t, uint64_t pc, uint64_t *end)
 {
 	unsigned h = (unsigned)((pc * 0x9E3779B97F4A7C15ull) >> 56);
@@ -413,7 +363,7 @@ uint64_t puc_fde_of(struct vm *vm, struct target *t, uint64_t pc, uint64_t *end)
 		*end = vm->fde[h].hi;
 		return vm->fde[h].lo;
 	}
-	uint64_t lo = fde_lookup(t, pc, end);
+	uint64_t lo = symtab_fde_start(t->sym, pc, end);
 	vm->fde[h].pc = pc;
 	vm->fde[h].lo = lo;
 	vm->fde[h].hi = *end;
