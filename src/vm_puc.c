@@ -7,7 +7,7 @@
 #include <string.h>
 #include "err.h"
 #include "merge.h"
-#include "vm_puc.h"
+#include "vm_puc_int.h"
 
 /* ---- discovery --------------------------------------------------------------- */
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "err.h"
 #include "merge.h"
-#include "vm_puc.h"
+#include "vm_puc_int.h"
 
 int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, struct stack *out)
 {

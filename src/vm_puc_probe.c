@@ -16,7 +16,7 @@
 #include "msg.h"
 #include "proc_maps.h"
 #include "timeutil.h"
-#include "vm_puc.h"
+#include "vm_puc_int.h"
 
 /* ---- validation of a main state (docs/puc-lua.md §9.1) ---------------------------- */
 

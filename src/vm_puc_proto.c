@@ -7,7 +7,7 @@
 #include <string.h>
 #include "err.h"
 #include "intern.h"
-#include "vm_puc.h"
+#include "vm_puc_int.h"
 
 /* luaO_chunkid, without its 60-byte limit on file names */
 static const char *chunkid(const char *src)

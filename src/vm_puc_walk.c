@@ -20,7 +20,7 @@
 #include "merge.h"
 #include "msg.h"
 #include "proc_maps.h"
-#include "vm_puc.h"
+#include "vm_puc_int.h"
 
 /* ---- luaV_execute ranges -------------------------------------------------- */
 

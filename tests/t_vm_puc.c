@@ -1,11 +1,13 @@
-/* t_vm_puc.c: unit tests of the PUC Lua walker's pure parts over
- * synthetic data: lua_ident parsing, layout rows, 5.4 line decoding,
- * call-site names from hand-assembled bytecode. */
+/* t_vm_puc.c: unit tests of the PUC Lua walker over synthetic data:
+ * lua_ident parsing, layout rows, 5.4 line decoding, call-site names from
+ * hand-assembled bytecode, and walks of synthetic images (img_puc.c),
+ * hostile ones included. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
 #include "frame.h"
+#include "img_puc.h"
 #include "proc_mem.h"
 #include "vm_puc.h"
 
@@ -93,13 +95,9 @@ static const char *f_local(void *a, int n, int pc)
 static const char *f_up(void *a, int i) { return i >= 0 && i < 4 ? ((struct fake *)a)->up[i] : NULL; }
 static const char *f_k(void *a, int i) { return i >= 0 && i < 8 ? ((struct fake *)a)->k[i] : NULL; }
 
-static uint32_t i54(int op, int a, int b, int c, int k)
-{
-	return (uint32_t)op | (uint32_t)a << 7 | (uint32_t)k << 15 | (uint32_t)b << 16 | (uint32_t)c << 24;
-}
-static uint32_t i54bx(int op, int a, int bx) { return (uint32_t)op | (uint32_t)a << 7 | (uint32_t)bx << 15; }
-static uint32_t i53(int op, int a, int b, int c) { return (uint32_t)op | (uint32_t)a << 6 | (uint32_t)c << 14 | (uint32_t)b << 23; }
-static uint32_t i53bx(int op, int a, int bx) { return (uint32_t)op | (uint32_t)a << 6 | (uint32_t)bx << 14; }
+#define i54 img_puc_i54
+#define i53 img_puc_i53
+#define i53bx img_puc_i53bx
 
 static void t_names(void)
 {
@@ -137,8 +135,8 @@ static void t_names(void)
 	what = puc_funcname(&ni, 2, &name);
 	CHECK(what && !strcmp(what, "field") && !strcmp(name, "sub"));
 	/* a jump over the writer makes it unknown */
-	uint32_t c6[] = { i54bx(56, 0, (1 + 16777215) << 0 >> 0), i54(9, 0, 1, 0, 0), i54(68, 0, 1, 1, 0) };
-	c6[0] = 56 | (uint32_t)(1 + 16777215) << 7;   /* JMP +1 */
+	uint32_t c6[] = { 56 | (uint32_t)(1 + 16777215) << 7,   /* JMP +1 */
+			  i54(9, 0, 1, 0, 0), i54(68, 0, 1, 1, 0) };
 	ni.code = c6;
 	what = puc_funcname(&ni, 2, &name);
 	CHECK(what == NULL);
@@ -162,7 +160,16 @@ static void t_names(void)
 /* untrusted bytecode: random instructions, registers, constants and
  * jumps must never read outside the arrays or loop (run under ASan in
  * the sanitizer build) */
-static int f_child(void *a, int i) { return i & 7; }
+static int f_child(void *a, int i) { (void)a; return i & 7; }
+static int known_what(const char *w)
+{
+	static const char *const kinds[] = { "global", "local", "method", "field", "upvalue",
+					     "constant", "for iterator", "metamethod" };
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (!strcmp(w, kinds[i]))
+			return 1;
+	return 0;
+}
 static void t_fuzz(void)
 {
 	static uint32_t code[512];
@@ -183,118 +190,94 @@ static void t_fuzz(void)
 		const struct puc_layout *l = &puc_layouts[round % puc_nlayouts];
 		struct puc_nameinfo ni = { l, code, n, &fk, f_local, f_up, f_k, f_child };
 		const char *name;
-		for (int pc = -2; pc < n + 2; pc += 1 + (int)(x % 17))
-			(void)puc_funcname(&ni, pc, &name);
-		for (int pc = -1; pc <= n; pc++)
-			(void)puc_line54(li, n, abs, (int)(x % 32), 5, pc);   /* 32 pairs */
+		for (int pc = -2; pc < n + 2; pc += 1 + (int)(x % 17)) {
+			const char *what = puc_funcname(&ni, pc, &name);
+			/* a kind the decoder knows, and a name from the
+			 * callbacks or its own literals, never a wild one */
+			if (what) {
+				CHECK(known_what(what) && name && strlen(name) < 32);
+			} else if (pc < 0 || pc >= n) {
+				CHECK(name == NULL);
+			}
+		}
+		for (int pc = -1; pc <= n; pc++) {
+			int line = puc_line54(li, n, abs, (int)(x % 32), 5, pc);   /* 32 pairs */
+			CHECK(line >= -1 && (pc >= 0 && pc < n ? 1 : line == -1));
+		}
 	}
-	CHECK(1);
 }
 
-/* A synthetic Lua 5.4 process image: lua_State, two CallInfos (a Lua
- * function at pc 1 = "CALL" of a global 'print', and the C function it
- * called), closure, Proto with relative line info, strings. Then the
- * same image with a CallInfo cycle and with torn tags. */
-static uint8_t img[8][512];
+/* The synthetic image of tests/img_puc.c for every layout row: a Lua
+ * function at pc 1 (the CALL of global 'print', line 11) and the C
+ * function it called. Then, on the 5.4 row, the same image with a
+ * CallInfo cycle, torn tags, a relative func and a wild savedpc, and
+ * garbage in every region. */
+static uint8_t img[IMG_PUC_NREG][IMG_PUC_REGLEN];
 static void put64(int r, int off, uint64_t v) { memcpy(&img[r][off], &v, 8); }
-static void put32(int r, int off, uint32_t v) { memcpy(&img[r][off], &v, 4); }
-static void put16(int r, int off, uint16_t v) { memcpy(&img[r][off], &v, 2); }
+
+static int walk_img(const struct puc_layout *l, struct stack *st)
+{
+	struct mem_region r[IMG_PUC_NREG];
+	for (int i = 0; i < IMG_PUC_NREG; i++)
+		r[i] = (struct mem_region){ img_puc_addr[i], img[i], sizeof img[i] };
+	struct mem_image im;
+	mem_image_init(&im, r, IMG_PUC_NREG);
+	return puc_walk_image(l, &im.base, img_puc_addr[IMG_RL], st);
+}
 
 static void t_image(void)
 {
-	enum { RL, RSTK, RCI, RCL, RP, RCODE, RSTR, RK };
-	const uint64_t A[8] = { 0x10000, 0x20000, 0x30000, 0x40000, 0x50000, 0x60000, 0x70000, 0x80000 };
-	const struct puc_layout *l = puc_layout_find(4, 4);
-	memset(img, 0, sizeof img);
-	/* lua_State */
-	img[RL][8] = 8;
-	put64(RL, l->L_top, A[RSTK] + 64);
-	put64(RL, l->L_ci, A[RCI] + 64);              /* the C frame */
-	put64(RL, l->L_stack, A[RSTK]);
-	put64(RL, l->L_stack_last, A[RSTK] + 400);
-	/* stack: slot 1 = Lua closure, slot 3 = light C function */
-	put64(RSTK, 16, A[RCL]);
-	img[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
-	put64(RSTK, 48, 0x401000);
-	img[RSTK][48 + 8] = (uint8_t)l->tag_lcf;
-	/* ci 0 (Lua, FRESH) and ci 1 (C) */
-	put64(RCI, l->ci_func, A[RSTK] + 16);
-	put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
-	put64(RCI, l->ci_savedpc, A[RCODE] + 8);      /* pc 1 */
-	put16(RCI, l->ci_callstatus, (uint16_t)l->cist_fresh);
-	put64(RCI, 64 + l->ci_func, A[RSTK] + 48);
-	put64(RCI, 64 + l->ci_previous, A[RCI]);
-	put16(RCI, 64 + l->ci_callstatus, (uint16_t)l->cist_c);
-	/* closure */
-	img[RCL][8] = (uint8_t)l->gct_lcl;
-	put64(RCL, l->lcl_p, A[RP]);
-	/* Proto: 3 instructions, lines 11 11 12, defined at 10 */
-	img[RP][8] = (uint8_t)l->p_tt_value;
-	put32(RP, l->p_sizecode, 3);
-	put32(RP, l->p_sizelineinfo, 3);
-	put32(RP, l->p_linedefined, 10);
-	put32(RP, l->p_lastlinedefined, 14);
-	put32(RP, l->p_sizeupvalues, 1);
-	put32(RP, l->p_sizek, 1);
-	put64(RP, l->p_code, A[RCODE]);
-	put64(RP, l->p_lineinfo, A[RCODE] + 64);
-	put64(RP, l->p_upvalues, A[RCODE] + 128);
-	put64(RP, l->p_k, A[RK]);
-	put64(RP, l->p_source, A[RSTR]);
-	put32(RCODE, 0, i54(11, 0, 0, 0, 0));         /* GETTABUP 0 _ENV k0 */
-	put32(RCODE, 4, i54(68, 0, 1, 1, 0));         /* CALL 0 */
-	put32(RCODE, 8, i54(70, 0, 1, 0, 0));         /* RETURN */
-	img[RCODE][64] = 1, img[RCODE][65] = 0, img[RCODE][66] = 1;
-	put64(RCODE, 128, A[RSTR] + 64);              /* upvalue 0 named "_ENV" */
-	/* strings: "@test.lua", "_ENV", "print" (short) */
-	const char *str[3] = { "@test.lua", "_ENV", "print" };
-	for (int i = 0; i < 3; i++) {
-		img[RSTR][64 * i + 8] = (uint8_t)l->gct_sstr;
-		img[RSTR][64 * i + 11] = (uint8_t)strlen(str[i]);
-		memcpy(&img[RSTR][64 * i + 24], str[i], strlen(str[i]));
-	}
-	put64(RK, 0, A[RSTR] + 128);
-	img[RK][8] = (uint8_t)l->tag_sstr;
-	struct mem_region r[8];
-	for (int i = 0; i < 8; i++)
-		r[i] = (struct mem_region){ A[i], img[i], sizeof img[i] };
-	struct mem_image im;
-	mem_image_init(&im, r, 8);
+	const uint64_t *A = img_puc_addr;
 	struct stack st = { 0 };
-	int rc = puc_walk_image(l, &im.base, A[RL], &st);
-	if (rc != 0 || st.n != 2)
-		fprintf(stderr, "image walk: rc %d (%s), %d frames\n", rc, err_text(rc), st.n);
-	CHECK(rc == 0 && st.n == 2);
-	if (rc == 0 && st.n == 2) {
-		CHECK(st.f[0].kind == FRAME_C && !strcmp(st.f[0].name, "print") && st.f[0].addr == 0x401000);
-		CHECK(st.f[1].kind == FRAME_LUA && st.f[1].line == 11 && st.f[1].firstline == 10 &&
-		      !strcmp(st.f[1].file, "test.lua") && !strcmp(st.f[1].name, "function <test.lua:10>"));
+	for (int i = 0; i < puc_nlayouts; i++) {
+		const struct puc_layout *l = &puc_layouts[i];
+		img_puc_build(l, img);
+		int rc = walk_img(l, &st);
+		if (rc != 0 || st.n != 2)
+			fprintf(stderr, "image walk %s: rc %d (%s), %d frames\n", l->name, rc,
+				err_text(rc), st.n);
+		CHECK(rc == 0 && st.n == 2);
+		if (rc == 0 && st.n == 2) {
+			CHECK(st.f[0].kind == FRAME_C && !strcmp(st.f[0].name, "print") &&
+			      st.f[0].addr == 0x401000);
+			CHECK(st.f[1].kind == FRAME_LUA && st.f[1].line == 11 && st.f[1].firstline == 10 &&
+			      !strcmp(st.f[1].file, "test.lua") &&
+			      !strcmp(st.f[1].name, "function <test.lua:10>"));
+		}
 	}
-	/* a CallInfo cycle: bounded, never a loop */
-	put64(RCI, l->ci_previous, A[RCI] + 64);
-	rc = puc_walk_image(l, &im.base, A[RL], &st);
+	const struct puc_layout *l = puc_layout_find(4, 4);
+	img_puc_build(l, img);
+	CHECK(walk_img(l, &st) == 0 && st.n == 2);
+	/* a CallInfo cycle (ci 0's previous is ci 1): bounded, never a loop */
+	put64(IMG_RCI, l->ci_previous, A[IMG_RCI] + 128);
+	int rc = walk_img(l, &st);
 	CHECK(rc <= 0 && st.n <= 1100);
-	put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
+	put64(IMG_RCI, l->ci_previous, A[IMG_RL] + (uint64_t)l->L_base_ci);
 	/* torn: the Lua slot's tag says C closure, or a 5.4.5+ relative func */
-	img[RSTK][16 + 8] = (uint8_t)l->tag_ccl;
-	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
-	img[RSTK][16 + 8] = (uint8_t)l->tag_lcl;
-	put64(RCI, l->ci_func, 16);
-	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
-	put64(RCI, l->ci_func, A[RSTK] + 16);
+	img[IMG_RSTK][16 + 8] = (uint8_t)l->tag_ccl;
+	CHECK(walk_img(l, &st) == -LS_E_TORN);
+	img[IMG_RSTK][16 + 8] = (uint8_t)l->tag_lcl;
+	put64(IMG_RCI, l->ci_func, 16);
+	CHECK(walk_img(l, &st) == -LS_E_TORN);
+	put64(IMG_RCI, l->ci_func, A[IMG_RSTK] + 16);
 	/* savedpc outside the code */
-	put64(RCI, l->ci_savedpc, A[RCODE] + 400);
-	CHECK(puc_walk_image(l, &im.base, A[RL], &st) == -LS_E_TORN);
-	put64(RCI, l->ci_savedpc, A[RCODE] + 8);
-	/* garbage everywhere: random bytes in every region, never a crash */
+	put64(IMG_RCI, l->ci_savedpc, A[IMG_RCODE] + 400);
+	CHECK(walk_img(l, &st) == -LS_E_TORN);
+	put64(IMG_RCI, l->ci_savedpc, A[IMG_RCODE] + 8);
+	CHECK(walk_img(l, &st) == 0 && st.n == 2);
+	/* garbage everywhere: random bytes in every region, never a crash;
+	 * a walk gives an error or named frames */
 	uint64_t x = 0x9E3779B97F4A7C15ull;
 	for (int round = 0; round < 3000; round++) {
-		int reg = (int)(x % 8);
+		int reg = (int)(x % IMG_PUC_NREG);
 		for (int k = 0; k < 6; k++) {
 			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-			img[reg][x % 512] = (uint8_t)(x >> 40);
+			img[reg][x % IMG_PUC_REGLEN] = (uint8_t)(x >> 40);
 		}
-		(void)puc_walk_image(&puc_layouts[round % puc_nlayouts], &im.base, A[RL], &st);
+		rc = walk_img(&puc_layouts[round % puc_nlayouts], &st);
+		CHECK(rc <= 0 && st.n <= 1100);
+		for (int k = 0; rc == 0 && k < st.n; k++)
+			CHECK(st.f[k].name != NULL);
 	}
 	stack_free(&st);
 }
