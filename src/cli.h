@@ -45,7 +45,7 @@ void cli_help(int cmd);
 /* Run the parsed command. Returns the process exit status. */
 int cli_run(struct cli_opts *o);
 
-/* Commands (dump.c, record.c, top.c). Each returns an exit status. */
+/* Commands (cmd_dump.c, cmd_record.c, cmd_top.c). Each returns an exit status. */
 int cmd_dump(struct cli_opts *o);
 int cmd_record(struct cli_opts *o);
 int cmd_top(struct cli_opts *o);

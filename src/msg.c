@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "err.h"
 #include "msg.h"
+#include "proc_task.h"
 
 int msg_verbose;
 
@@ -45,6 +46,15 @@ void msg_debug(int level, const char *fmt, ...)
 
 int msg_err_pid(int pid, int e)
 {
+	if ((e == LS_E_TRACED || e == -LS_E_TRACED) && pid > 0) {
+		pid_t tracer = proc_tracer(pid);
+		char comm[64] = "?";
+		if (tracer > 0 && proc_comm(tracer, comm, sizeof comm) == 0)
+			msg_error("process %d is already traced by %d (%s)", pid, (int)tracer, comm);
+		else
+			msg_error("process %d is already traced", pid);
+		return err_exit_code(e);
+	}
 	const char *hint = err_hint(e);
 	char extra[256] = "";
 	if (e == LS_E_PERM || e == -LS_E_PERM) {
@@ -66,4 +76,21 @@ int msg_err_pid(int pid, int e)
 	else
 		msg_error("%s%s%s%s", err_text(e), hint ? "; " : "", hint ? hint : "", extra);
 	return err_exit_code(e);
+}
+
+void msg_cannot_run(const char *cmd, int err)
+{
+	msg_error("cannot run '%s': %s", cmd, strerror(err));
+}
+
+int msg_unsupported(int pid, const char *why)
+{
+	msg_error("pid %d: unsupported runtime: %s", pid, why);
+	return err_exit_code(-LS_E_UNSUPPORTED);
+}
+
+void msg_falling_behind(unsigned long long nlate, unsigned long long max_lag_ns)
+{
+	msg_error("falling behind: %llu samples late in the last second (up to %.1f ms lag); lower the rate with -r",
+		  nlate, (double)max_lag_ns / 1e6);
 }

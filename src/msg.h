@@ -13,4 +13,15 @@ void msg_debug(int level, const char *fmt, ...) __attribute__((format(printf, 2,
  * root or ...") and return err_exit_code(E). PID 0 omits the pid part. */
 int msg_err_pid(int pid, int e);
 
+/* "luaspy: cannot run 'CMD': <strerror(ERR)>" (exec of a command failed). */
+void msg_cannot_run(const char *cmd, int err);
+
+/* "luaspy: pid PID: unsupported runtime: WHY"; returns the exit status
+ * of -LS_E_UNSUPPORTED. */
+int msg_unsupported(int pid, const char *why);
+
+/* "luaspy: falling behind: N samples late in the last second (up to L ms
+ * lag); lower the rate with -r", MAX_LAG_NS the largest lag seen. */
+void msg_falling_behind(unsigned long long nlate, unsigned long long max_lag_ns);
+
 #endif

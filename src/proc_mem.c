@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -129,45 +130,95 @@ int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, s
 	return 0;
 }
 
+/* The block holding ADDR, filled from UNDER when missing, or NULL when
+ * neither the block nor ADDR's page could be read up to ADDR + NEED. */
+static const uint8_t *cache_block(struct mem_cache *c, uint64_t addr, size_t need,
+				  uint64_t *baddr, size_t *blen)
+{
+	for (int i = 0; i < c->n; i++)
+		if (addr >= c->addr[i] && addr - c->addr[i] < c->len[i]) {
+			*baddr = c->addr[i];
+			*blen = c->len[i];
+			return c->buf + (size_t)i * c->block_bytes;
+		}
+	if (!c->buf && !(c->buf = malloc((size_t)c->nblocks * c->block_bytes)))
+		return NULL;
+	int slot = c->n < c->nblocks ? c->n : c->oldest;
+	uint8_t *d = c->buf + (size_t)slot * c->block_bytes;
+	uint64_t start = addr & ~(uint64_t)(c->block_bytes - 1);
+	ssize_t r = c->under->read(c->under, start, d, c->block_bytes);
+	if (r < 0 && c->block_bytes > 4096) {
+		/* the block reaches below the mapping: its page alone */
+		start = addr & ~4095ull;
+		r = c->under->read(c->under, start, d, 4096);
+	}
+	if (r <= 0 || (uint64_t)r < addr - start + need) {
+		c->len[slot] = 0; /* a replaced block's copy is gone */
+		return NULL;
+	}
+	c->addr[slot] = start;
+	c->len[slot] = (size_t)r;
+	if (c->n < c->nblocks)
+		c->n++;
+	else
+		c->oldest = (c->oldest + 1) % c->nblocks;
+	*baddr = start;
+	*blen = (size_t)r;
+	return d;
+}
+
 static ssize_t cache_read(struct mem *base, uint64_t addr, void *buf, size_t len)
 {
 	struct mem_cache *c = (struct mem_cache *)base;
-	if (len > c->cap / 2)
+	if (len > c->block_bytes || addr + len < addr)
 		return c->under->read(c->under, addr, buf, len);
-	if (!(c->len && addr >= c->addr && addr - c->addr < c->len)) {
-		/* a walk going down (a list of ever older objects) gets the
-		 * block that ends at ADDR, a walk going up the one that starts
-		 * there; below the mapping's start the downward read fails */
-		uint64_t start = addr & ~4095ull, top = (addr + len + 4095) & ~4095ull;
-		ssize_t r = -1;
-		if (c->len && addr < c->addr && top > c->cap) {
-			r = c->under->read(c->under, top - c->cap, c->buf, c->cap);
-			if (r == (ssize_t)c->cap)
-				start = top - c->cap;
+	size_t done = 0;
+	while (done < len) {
+		uint64_t a = addr + done, baddr;
+		size_t blen;
+		/* the part of the read inside A's block */
+		size_t room = c->block_bytes - (size_t)(a & (c->block_bytes - 1));
+		size_t want = len - done < room ? len - done : room;
+		const uint8_t *d = cache_block(c, a, want, &baddr, &blen);
+		if (!d) {
+			ssize_t r = c->under->read(c->under, a, (uint8_t *)buf + done, len - done);
+			if (r < 0)
+				return done ? (ssize_t)done : r;
+			return (ssize_t)(done + (size_t)r);
 		}
-		if (start == (addr & ~4095ull))
-			r = c->under->read(c->under, start, c->buf, c->cap);
-		c->addr = start;
-		c->len = r > 0 ? (size_t)r : 0;
-		if (addr - start >= c->len) /* unmapped there: let UNDER say how */
-			return c->under->read(c->under, addr, buf, len);
+		size_t off = (size_t)(a - baddr), n = blen - off;
+		if (n > len - done)
+			n = len - done;
+		memcpy((uint8_t *)buf + done, d + off, n);
+		done += n;
 	}
-	size_t off = (size_t)(addr - c->addr), n = c->len - off;
-	if (n >= len) {
-		memcpy(buf, c->buf + off, len);
-		return (ssize_t)len;
-	}
-	/* straddles the end of the block: read it whole from UNDER */
-	return c->under->read(c->under, addr, buf, len);
+	return (ssize_t)done;
 }
 
-void mem_cache_init(struct mem_cache *c, struct mem *under, uint8_t *buf, size_t block_bytes)
+void mem_cache_init(struct mem_cache *c, struct mem *under, size_t block_bytes, int nblocks)
 {
 	memset(c, 0, sizeof *c);
 	c->base.read = cache_read;
 	c->under = under;
-	c->buf = buf;
-	c->cap = block_bytes;
+	c->block_bytes = 4096;
+	while (c->block_bytes < block_bytes && c->block_bytes < MEM_MAX_READ)
+		c->block_bytes <<= 1;
+	c->nblocks = nblocks < 1 ? 1 : nblocks > MEM_CACHE_MAX_BLOCKS ? MEM_CACHE_MAX_BLOCKS : nblocks;
+}
+
+void mem_cache_reset(struct mem_cache *c, struct mem *under)
+{
+	c->under = under;
+	c->n = 0;
+	c->oldest = 0;
+}
+
+void mem_cache_free(struct mem_cache *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	c->n = 0;
+	c->oldest = 0;
 }
 
 static ssize_t image_read(struct mem *base, uint64_t addr, void *buf, size_t len)

@@ -56,21 +56,45 @@ void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,
 /* Add a region; -1 when all MEM_OVERLAY_REGIONS are used or it overlaps one. */
 int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, size_t len);
 
-/* Block cache: small reads inside one block of BLOCK_BYTES read ahead
- * from UNDER (page aligned), for walks that follow a linked list through
- * neighbouring objects (a GC list: one syscall per block instead of one
- * per object). Reads larger than half the block, or starting where the
- * block read came up short (unmapped), go to UNDER. The copy ages: use
- * one cache for one walk only. BUF (BLOCK_BYTES bytes) is the caller's. */
+/* Block cache over UNDER: reads of at most one block come from whole,
+ * aligned blocks of BLOCK_BYTES (4 KiB or a power-of-two multiple), each
+ * read from UNDER once, at most NBLOCKS (<= MEM_CACHE_MAX_BLOCKS) held;
+ * the first miss allocates them (NBLOCKS * BLOCK_BYTES), mem_cache_free()
+ * frees them. Walkers read the target in many small pieces close to each
+ * other, and a syscall costs about as much for a page as for 8 bytes.
+ * - A block read that comes up short keeps what it got if that covers the
+ *   read (the rest is unmapped); one that fails is tried again as the one
+ *   4 KiB page holding the address; a read that neither covers goes to
+ *   UNDER, so UNDER says how it failed.
+ * - Reads larger than a block, or wrapping around, go to UNDER.
+ * - With every block in use, a miss replaces the oldest block.
+ * The copy ages while the target runs: use one for one walk, or empty it
+ * (mem_cache_reset) when a sample starts. The sampler holds one per thread_snap:
+ * emptied at each sample start, so the pages read while the thread is
+ * stopped are a consistent snapshot for the walk after it; never used in
+ * --nonblocking mode, where pages read at different moments would make
+ * torn samples look consistent. */
+#define MEM_CACHE_MAX_BLOCKS 64
 struct mem_cache {
 	struct mem base;
 	struct mem *under;
-	uint8_t *buf;
-	size_t cap;          /* BLOCK_BYTES */
-	uint64_t addr;       /* target address of buf[0] */
-	size_t len;          /* valid bytes in buf; 0 = empty */
+	size_t block_bytes;  /* bytes per block, a power of two >= 4096 */
+	int nblocks;         /* capacity, <= MEM_CACHE_MAX_BLOCKS */
+	int n;               /* blocks held */
+	int oldest;          /* the block a miss replaces once all are held */
+	uint8_t *buf;        /* nblocks * block_bytes, NULL until the first miss */
+	uint64_t addr[MEM_CACHE_MAX_BLOCKS]; /* target address of block i */
+	size_t len[MEM_CACHE_MAX_BLOCKS];    /* bytes of block i read */
 };
-void mem_cache_init(struct mem_cache *c, struct mem *under, uint8_t *buf, size_t block_bytes);
+/* Set up C over UNDER, empty; allocates nothing. NBLOCKS is clamped to
+ * 1..MEM_CACHE_MAX_BLOCKS and BLOCK_BYTES rounded up to a power of two
+ * >= 4096. */
+void mem_cache_init(struct mem_cache *c, struct mem *under, size_t block_bytes, int nblocks);
+/* Forget every block (keeps the memory for the next fill); misses read
+ * UNDER from now on. */
+void mem_cache_reset(struct mem_cache *c, struct mem *under);
+/* Free the blocks' memory; C is empty and may be used again. */
+void mem_cache_free(struct mem_cache *c);
 
 /* Synthetic image: a list of regions (unit tests, fuzzers). Addresses
  * outside every region read as unmapped (short read / -LS_E_FAULT). */

@@ -7,6 +7,7 @@
 #include <time.h>
 #include "err.h"
 #include "proc_ptrace.h"
+#include "proc_task.h"
 #include "timeutil.h"
 
 #ifndef PTRACE_EVENT_STOP
@@ -77,8 +78,8 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 	if (ptrace_is_pending(tid))
 		return -LS_E_BUSY; /* still seized from a stop that timed out */
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
-		if (errno == EPERM)
-			return -LS_E_PERM;
+		if (errno == EPERM) /* another tracer holds it, or not ours to trace */
+			return proc_tracer(tid) ? -LS_E_TRACED : -LS_E_PERM;
 		return -LS_E_GONE;
 	}
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0) {
@@ -161,4 +162,12 @@ int ptrace_reap_pending(void)
 	}
 	npending = j;
 	return npending;
+}
+
+int ptrace_detach_stray(pid_t pid, int status)
+{
+	int event = (unsigned)status >> 16;
+	if (ptrace(PTRACE_DETACH, pid, 0, (void *)(long)(event ? 0 : WSTOPSIG(status))) < 0)
+		return -LS_E_GONE;
+	return 0;
 }

@@ -26,7 +26,8 @@ extern uint64_t ptrace_spin_ns;
 
 /* Seize and interrupt TID, wait up to TIMEOUT_NS for the stop. On 0 the
  * thread is stopped and ptrace_release() must follow. Errors:
- * -LS_E_GONE (exited), -LS_E_PERM, -LS_E_BUSY (no stop in time: the
+ * -LS_E_GONE (exited), -LS_E_PERM, -LS_E_TRACED (another tracer holds
+ * it: strace, gdb, another profiler's stop), -LS_E_BUSY (no stop in time: the
  * thread is left seized and released by ptrace_reap_pending()). */
 int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st);
 
@@ -50,5 +51,10 @@ int ptrace_is_pending(pid_t tid);
  * launched that is also traced), report its wait status: returns 1 and
  * sets *STATUS, else 0. */
 int ptrace_child_reaped(pid_t pid, int *status);
+
+/* PID, a child of ours, was found in a ptrace stop outside any sample
+ * (wait STATUS, WIFSTOPPED): detach it, passing on the signal of a
+ * signal-delivery-stop. 0 or -LS_E_GONE. */
+int ptrace_detach_stray(pid_t pid, int status);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "err.h"
 #include "proc_task.h"
@@ -87,6 +88,47 @@ int proc_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+pid_t proc_tracer(pid_t pid)
+{
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (read_file(path, buf, sizeof buf) <= 0)
+		return 0;
+	const char *t = strstr(buf, "\nTracerPid:");
+	pid_t tracer = t ? (pid_t)atoi(t + 11) : 0;
+	if (tracer <= 0)
+		return 0;
+	/* a thread of ours (a sample's stop, or one that timed out) */
+	snprintf(path, sizeof path, "/proc/self/task/%d", (int)tracer);
+	return access(path, F_OK) == 0 ? 0 : tracer;
+}
+
+#define TRACED_CHECKS 10
+#define TRACED_CHECK_NS (10 * 1000000L)
+
+/* Is PID held by another tracer for good? Another profiler's sample
+ * holds it for microseconds: the same tracer must be seen TRACED_CHECKS
+ * times 10 ms apart (100 ms, only when some tracer is seen at all). */
+static int traced_for_good(pid_t pid)
+{
+	pid_t first = proc_tracer(pid);
+	for (int i = 1; first && i < TRACED_CHECKS; i++) {
+		struct timespec ts = { 0, TRACED_CHECK_NS };
+		nanosleep(&ts, NULL);
+		if (proc_tracer(pid) != first)
+			return 0;
+	}
+	return first != 0;
+}
+
+int proc_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int rc = read_stat(path, NULL, NULL, buf, len, NULL);
+	return rc < 0 ? err_from_errno(-rc) : 0;
+}
+
 int proc_check(pid_t pid)
 {
 	char path[64], state;
@@ -111,6 +153,8 @@ int proc_check(pid_t pid)
 		return -LS_E_KTHREAD;
 	if (state == 'Z' || state == 'X')
 		return -LS_E_ZOMBIE;
+	if (traced_for_good(pid))
+		return -LS_E_TRACED;
 	/* can we read its memory map? (fails for other users' processes) */
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -248,7 +292,7 @@ int proc_children(pid_t pid, pid_t *out, int max)
 	while ((de = readdir(d)) && cnt < max) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		char cp[128], buf[4096];
+		char cp[320], buf[4096];
 		snprintf(cp, sizeof cp, "/proc/%d/task/%s/children", (int)pid, de->d_name);
 		if (read_file(cp, buf, sizeof buf) <= 0)
 			continue;

@@ -14,8 +14,10 @@ struct proc_thread {
 };
 
 /* Check that PID can be profiled: exists, is a user process, not a zombie,
- * readable by us, 64-bit. Returns 0 or -LS_E_NOPID, -LS_E_KTHREAD,
- * -LS_E_ZOMBIE, -LS_E_PERM, -LS_E_ARCH32. */
+ * not held by another tracer (strace, gdb: the same TracerPid for 100 ms;
+ * only then does the check wait), readable by us, 64-bit. Returns 0 or
+ * -LS_E_NOPID, -LS_E_KTHREAD, -LS_E_ZOMBIE, -LS_E_TRACED, -LS_E_PERM,
+ * -LS_E_ARCH32. */
 int proc_check(pid_t pid);
 
 /* List threads of PID into *OUT (malloc'd, caller frees), count in *N.
@@ -26,6 +28,14 @@ int proc_threads(pid_t pid, struct proc_thread **out, int *n);
  * state letter, *CPU the CPU the thread last ran on (field 39; -1 when
  * absent). Returns 0, or -EINVAL when BUF is not a stat line. */
 int proc_stat_state_cpu(const char *buf, char *state, int *cpu);
+
+/* The process tracing PID now (TracerPid in /proc/PID/status), or 0 when
+ * none, unknown, or a thread of luaspy itself. */
+pid_t proc_tracer(pid_t pid);
+
+/* Command name of PID (comm, at most LEN-1 bytes, control characters,
+ * quotes and backslashes replaced by '?'). 0 or -LS_E_*. */
+int proc_comm(pid_t pid, char *buf, size_t len);
 
 /* Scheduler state letter of thread TID of PID ('?' if gone). */
 char proc_thread_state(pid_t pid, pid_t tid);

@@ -1,12 +1,10 @@
-/* sampler.c: attach, and one sample of one thread. */
+/* sampler.c: one sample of one thread. */
 #include <stdlib.h>
 #include <string.h>
-#include "elf_sym.h"
 #include "err.h"
 #include "merge.h"
 #include "msg.h"
 #include "proc_ptrace.h"
-#include "proc_task.h"
 #include "sampler.h"
 #include "stopper.h"
 #include "timeutil.h"
@@ -20,69 +18,10 @@ void sampler_opts_default(struct sampler_opts *o)
 	o->stop_timeout_ns = 50 * 1000000ull;
 }
 
-int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen)
-{
-	int rc = proc_check(pid);
-	if (rc < 0)
-		return rc;
-	struct target *t = calloc(1, sizeof *t);
-	if (!t)
-		return -LS_E_NOMEM;
-	t->pid = pid;
-	proc_mem_init(&t->mem, pid);
-	proc_cmdline(pid, t->cmdline, sizeof t->cmdline);
-	rc = symtab_open(pid, &t->sym);
-	if (rc < 0) {
-		target_close(t);
-		return rc == -LS_E_GONE ? -LS_E_NOPID : rc;
-	}
-	rc = unwind_open(t->sym, &t->unw);
-	if (rc < 0) {
-		target_close(t);
-		return rc;
-	}
-	*vmrc = probe_vm ? vm_probe(t, why, whylen) : -LS_E_NOTLUA;
-	*out = t;
-	return 0;
-}
-
-void target_close(struct target *t)
-{
-	if (!t)
-		return;
-	if (t->vm && t->vm_ops && t->vm_ops->close)
-		t->vm_ops->close(t->vm);
-	unwind_close(t->unw);
-	symtab_close(t->sym);
-	proc_mem_close(&t->mem);
-	free(t);
-}
-
-static uint64_t maps_digest(const struct proc_maps *m)
-{
-	uint64_t h = (uint64_t)m->n;
-	for (int i = 0; i < m->n; i++)
-		h = (h ^ m->m[i].start ^ (m->m[i].end << 1) ^ m->m[i].inode) * 0x100000001b3ull;
-	return h;
-}
-
-int target_refresh(struct target *t)
-{
-	struct proc_maps now = { 0 };
-	int rc = proc_maps_read(t->pid, &now);
-	if (rc < 0)
-		return rc;
-	int changed = maps_digest(&now) != maps_digest(symtab_maps(t->sym));
-	proc_maps_free(&now);
-	if (!changed)
-		return 0;
-	rc = symtab_refresh(t->sym);
-	return rc < 0 ? rc : 1;
-}
-
 void thread_snap_free(struct thread_snap *ts)
 {
 	lua_walk_free(&ts->lw);
+	mem_cache_free(&ts->pages);
 	free(ts->xbuf);
 	ts->xbuf = NULL;
 	ts->xlen = 0;
@@ -105,79 +44,6 @@ static int copy_stack(struct target *t, const struct sampler_opts *o, struct thr
 	if (n > 0)
 		ts->stack_len = (size_t)n;
 	return 0;
-}
-
-/* ---- per-sample page cache ----
- * Walkers read the target in many small pieces: a LuaJIT walk of 20 fib
- * frames made ~140 process_vm_readv of 1-104 bytes, nearly all in 2-3
- * pages; a Lua 5.4 capture (while the thread is stopped) ~50 reads in 6
- * pages. Each read is a syscall (~1 us here) and a 4 KiB read costs
- * little more than a small one, so reads below the stack copy go through
- * whole pages, each read once per sample: the cache is emptied when a
- * sample starts, filled during capture (while stopped, so those pages are
- * a consistent snapshot) and the walk after it. A page that can't be read
- * whole is not cached; the read goes through. */
-#define PC_PAGE 4096u
-#define PC_PAGES 64
-
-struct page_cache {
-	struct mem base;
-	struct mem *under;
-	int n;
-	uint64_t addr[PC_PAGES];
-	uint8_t data[PC_PAGES][PC_PAGE];
-};
-
-static struct page_cache pcache;
-
-static const uint8_t *pc_page(struct page_cache *pc, uint64_t page)
-{
-	for (int i = 0; i < pc->n; i++)
-		if (pc->addr[i] == page)
-			return pc->data[i];
-	if (pc->n == PC_PAGES)
-		return NULL;
-	ssize_t got = pc->under->read(pc->under, page, pc->data[pc->n], PC_PAGE);
-	if (got != (ssize_t)PC_PAGE)
-		return NULL;
-	pc->addr[pc->n] = page;
-	return pc->data[pc->n++];
-}
-
-static ssize_t pc_read(struct mem *m, uint64_t addr, void *buf, size_t len)
-{
-	struct page_cache *pc = (struct page_cache *)m;
-	m->nreads++;
-	m->nbytes += len;
-	if (len > PC_PAGE || addr + len < addr)
-		return pc->under->read(pc->under, addr, buf, len);
-	size_t done = 0;
-	while (done < len) {
-		uint64_t a = addr + done;
-		uint64_t page = a & ~(uint64_t)(PC_PAGE - 1);
-		const uint8_t *d = pc_page(pc, page);
-		if (!d) {
-			ssize_t r = pc->under->read(pc->under, a, (uint8_t *)buf + done, len - done);
-			if (r < 0)
-				return done ? (ssize_t)done : r;
-			return (ssize_t)(done + (size_t)r);
-		}
-		size_t off = (size_t)(a - page), n = PC_PAGE - off;
-		if (n > len - done)
-			n = len - done;
-		memcpy((uint8_t *)buf + done, d + off, n);
-		done += n;
-	}
-	return (ssize_t)done;
-}
-
-/* Empty the cache and put it between TS's stack overlay and the live reader. */
-static void pc_attach(struct target *t, struct thread_snap *ts)
-{
-	pcache.base.read = pc_read;
-	pcache.under = &t->mem.base;
-	pcache.n = 0;
-	ts->ov.under = &pcache.base;
 }
 
 /* Unwind and walk; no ptrace needed. */
@@ -266,9 +132,7 @@ static int stop_window(void *arg)
 	if (rc == 0)
 		rc = copy_stack(t, j->o, ts);
 	if (rc == 0) {
-		mem_overlay_init(&ts->ov, &t->mem.base, ts->stack_addr, ts->stack, ts->stack_len);
-		ts->mem = &ts->ov.base;
-		pc_attach(t, ts);
+		target_sample_reader(t, ts, 1);
 		if (t->vm && t->vm_ops->capture)
 			rc = t->vm_ops->capture(t->vm, t, ts);
 	}
@@ -312,8 +176,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 		/* no page cache here: pages read at different moments of a
 		 * running target would make torn samples look consistent or
 		 * consistent ones torn; every read goes to the target */
-		mem_overlay_init(&ts->ov, &t->mem.base, 0, NULL, 0);
-		ts->mem = &ts->ov.base;
+		target_sample_reader(t, ts, 0);
 		uint64_t tw = time_now_ns();
 		if (t->vm && t->vm_ops->capture && (rc = t->vm_ops->capture(t->vm, t, ts)) < 0)
 			return rc;

@@ -1,4 +1,4 @@
-/* sampler.h: attaching to a target and taking one sample of one thread.
+/* sampler.h: taking one sample of one thread of a target (target.h).
  *
  * The stop window is kept small: registers, one copy of the top of the C
  * stack, the walker's capture(), then the thread is resumed and unwound
@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include "frame.h"
 #include "proc_task.h"
+#include "target.h"
 #include "vm.h"
 
 struct sampler_opts {
@@ -29,18 +30,6 @@ struct sample_stats {
 	uint64_t stopped_ns;     /* time the thread was stopped (ptrace view) */
 	uint64_t walk_ns;        /* unwind + walk time */
 };
-
-/* Attach to PID: check it (proc_check), read its modules, create the
- * unwinder and (when PROBE_VM) probe for a Lua VM. Returns 0 with *OUT (t->vm may be NULL
- * when no VM was found: VMRC then holds -LS_E_NOTLUA or -LS_E_UNSUPPORTED
- * and WHY the reason), or -LS_E_* when the process can't be profiled. */
-int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen);
-void target_close(struct target *t);
-
-/* Re-read T's memory map and, when mappings came or went (dlopen, a new
- * thread stack), the module list. Call about once a second between
- * samples. Returns 1 when it refreshed, 0 when nothing changed, or -LS_E_*. */
-int target_refresh(struct target *t);
 
 /* Sample thread TID of T (STATE its state letter, CPU the CPU it last
  * ran on or -1): stop (unless nonblocking; on the stopper thread when

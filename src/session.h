@@ -1,7 +1,7 @@
-/* session.h: a profiling session: the targets (a pid, a launched
- * command, and with --subprocesses their descendants), the sampling loop
- * timed by absolute deadlines, and turning walked stacks into profile
- * entries (roots, vmstate leaves, per-function aggregation). Shared by
+/* session.h: a profiling session: the sampling loop timed by absolute
+ * deadlines over the session's processes (a pid, a launched command, and
+ * with --subprocesses their descendants: follow.h, child.h), and turning
+ * walked stacks into profile entries (roots, vmstate leaves). Shared by
  * record and top. */
 #ifndef LUASPY_SESSION_H
 #define LUASPY_SESSION_H

@@ -106,7 +106,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			break;
 		}
 		/* Code with no CFI (JIT traces): scan the stack upwards for a
-		 * return address to restart at (sampling.md, "JIT traces"). */
+		 * return address to restart at (docs/sampling.md §5.3). */
 		last->flags |= NF_NOCFI;
 		uint64_t sp = last->sp, found = 0, where = 0;
 		for (int i = 0; i < 4096 && sp; i++, sp += 8) {

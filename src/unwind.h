@@ -8,7 +8,7 @@
  * thread can be resumed before unwinding. Code with no CFI (LuaJIT trace
  * mcode, JIT code in anonymous mappings) does not end the walk: the copy
  * is scanned upwards for a return address into a file-backed module and
- * the walk restarts there (see sampling.md, "JIT traces"). */
+ * the walk restarts there (docs/sampling.md §5.3). */
 #ifndef LUASPY_UNWIND_H
 #define LUASPY_UNWIND_H
 

@@ -1,7 +1,7 @@
 /* unwind_libdw.c: native unwinding with libdw (dwfl_getthread_frames)
  * over a memory reader. Chosen over libunwind-ptrace by measurement
- * (sampling.md: 12 us vs 31-49 us per stack, and libdw unwinds the vDSO
- * from memory where libunwind fails). */
+ * (docs/sampling.md §3 and §5.2: 12 us vs 31-49 us per stack, and libdw
+ * unwinds the vDSO from memory where libunwind fails). */
 #include <stdlib.h>
 #include <string.h>
 #include <elfutils/libdwfl.h>

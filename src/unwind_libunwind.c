@@ -3,7 +3,8 @@
  * _UPT_find_proc_info (it maps the ELF files named in /proc/PID/maps);
  * memory and registers come from our reader and the stopped registers,
  * not from PTRACE_PEEKDATA. The address space caches unwind info
- * (UNW_CACHE_GLOBAL). Known limit (sampling.md): no vDSO unwind info. */
+ * (UNW_CACHE_GLOBAL). Known limit: no vDSO unwind info
+ * (docs/sampling.md §5.2). */
 #include <stdlib.h>
 #include <string.h>
 #include <libunwind-ptrace.h>

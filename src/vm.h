@@ -19,24 +19,10 @@
 #include "proc_mem.h"
 #include "unwind.h"
 #include "merge.h"
+#include "target.h"
 
 struct symtab;
 struct proc_maps;
-
-/* A process being profiled. */
-struct target {
-	pid_t pid;
-	struct proc_mem mem;            /* live reader (safe while running) */
-	struct symtab *sym;             /* modules and symbols (elf_sym.h) */
-	struct unwinder *unw;           /* native unwinder (unwind.h) */
-	struct vm *vm;                  /* the Lua VM found, or NULL */
-	const struct vm_ops *vm_ops;
-	char cmdline[512];
-	/* discovery back-off (sampler.c): walks' VM_DISC_* requests pending,
-	 * when discovery last ran and how long to wait before the next */
-	unsigned disc_want;
-	uint64_t disc_ns, disc_wait_ns;
-};
 
 /* What one sample captured of one thread. */
 struct thread_snap {
@@ -46,7 +32,9 @@ struct thread_snap {
 	uint64_t stack_addr;            /* target address of stack[0] (= rsp) */
 	uint8_t *stack;                 /* copy of the top of the C stack */
 	size_t stack_len;
-	struct mem_overlay ov;          /* stack copy over the live reader */
+	struct mem_overlay ov;          /* stack copy over the page cache */
+	struct mem_cache pages;         /* per-sample page cache over the live
+	                                 * reader (target_sample_reader) */
 	struct mem *mem;                /* = &ov.base: read the target through this */
 	struct native_stack native;     /* unwound native frames, innermost first */
 	struct lua_walk lw;             /* the walk's Lua segments (vm_ops.walk) */

@@ -542,12 +542,8 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 	 * them a block at a time, not a syscall each (1 GiB heap: 400000
 	 * objects took 1-2 s one by one) */
 	struct mem_cache mc;
-	uint8_t *blk = malloc(GC_BLOCK);
-	struct mem *m = live;
-	if (blk) {
-		mem_cache_init(&mc, live, blk, GC_BLOCK);
-		m = &mc.base;
-	}
+	mem_cache_init(&mc, live, GC_BLOCK, 1);
+	struct mem *m = &mc.base;
 	for (int s = 0; s < vm->nstates; s++) {
 		uint64_t g = vm->states[s] + (uint64_t)lay->L_size, o;
 		if (rd64(m, g + (uint64_t)lay->g_allgc, &o) < 0)
@@ -574,7 +570,7 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 			}
 		}
 	}
-	free(blk);
+	mem_cache_free(&mc);
 	return n;
 }
 

@@ -1,4 +1,4 @@
-/* dump.c: `luaspy dump`: one consistent stack of every thread. */
+/* cmd_dump.c: `luaspy dump`: one consistent stack of every thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

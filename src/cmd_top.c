@@ -1,4 +1,4 @@
-/* top.c: `luaspy top`: a live, top-like view of the hottest functions.
+/* cmd_top.c: `luaspy top`: a live, top-like view of the hottest functions.
  *
  * The sole curses user in luaspy. The session samples as record does;
  * its tick callback (every TOP_TICK_NS, between samples, never while a

@@ -1,4 +1,4 @@
-/* record.c: `luaspy record`: sample into a profile and write it. */
+/* cmd_record.c: `luaspy record`: sample into a profile and write it. */
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
