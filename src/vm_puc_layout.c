@@ -3,8 +3,8 @@
  *
  * Source: offsetof() against each release's headers (lua/lua tags), and
  * the DWARF of Debian 12 liblua5.{1,3,4}-0-dbg for 5.1.5, 5.3.6, 5.4.4
- * (tests/puc-layout-dwarf.test re-checks those three). docs/puc-lua.md
- * §1-§3 holds the tables these rows were typed from. -1 = no such field.
+ * (tests/puc-layout-dwarf.test re-checks those three). The tables these
+ * rows were typed from: docs/puc-lua.md §1-§3. -1 = no such field.
  * Fields marked [unverified] are reasoned from neighbouring releases. */
 #include <stdlib.h>
 #include <string.h>

@@ -4,12 +4,13 @@
  *          thread (errorJmp ordering + resume chain, docs/puc-lua.md §10)
  *          and copies their CallInfo chains: a few reads per frame.
  * walk:    Protos (cached, validated), lines (the running leaf's from
- *          luaV_execute's pc register, §5.1), call-site names, and the
- *          segments (§8): each native luaV_execute frame is replaced by
- *          the Lua frames it runs, each C function's native frame by a
- *          FRAME_C named by its symbol, else by package.loaded; a
- *          coroutine's frames stay above the lua_resume running it, the
- *          ones that lost their native frames to a yield just there.
+ *          luaV_execute's pc register, docs/puc-lua.md §5.1), call-site
+ *          names, and the segments (docs/puc-lua.md §8): each native
+ *          luaV_execute frame is replaced by the Lua frames it runs,
+ *          each C function's native frame by a FRAME_C named by its
+ *          symbol, else by package.loaded; a coroutine's frames stay
+ *          above the lua_resume running it, the ones that lost their
+ *          native frames to a yield just there.
  * Target memory is untrusted: every loop is bounded, every pointer and
  * tag checked; an inconsistent chain is -LS_E_TORN, never a guess. */
 #include <stdlib.h>
