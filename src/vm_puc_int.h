@@ -85,8 +85,8 @@ struct vm {
 	const char *exec_how;
 	uint64_t resume_fn;            /* lua_resume */
 
-	/* The walker's own state and caches (capture, walk): discovery never
-	 * reads them. */
+	/* The walker's own state and caches (capture, walk; puc_coroutines
+	 * walks with them too): discovery never reads them. */
 	struct puc_proto *pcache[PROTO_CACHE];
 	/* Protos evicted from pcache during the walk in progress: its frames
 	 * may still point at them; freed when it ends (puc_protos_release).
@@ -102,7 +102,9 @@ struct vm {
 	 * binaries where the probe found none) */
 	struct range wexec[MAX_EXEC];
 	int nwexec;
-	/* fde cache */
+
+	/* Function ranges by pc (puc_fde_of), for probe and walk alike: a
+	 * cache of what the modules' ELF tables say, never of target memory. */
 	struct { uint64_t pc, lo, hi; } fde[256];
 };
 

@@ -239,8 +239,8 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 	return 0;
 }
 
-/* The states that may run on this thread: main states and their resume
- * chains, and known coroutines (in SEEN, up to MAX_CAND). */
+/* States that may run on a thread, tried by capture: main states and
+ * their resume chains (8 deep), then up to 512 known coroutines. */
 #define MAX_CAND (MAX_STATES * 8 + 512)
 
 /* Should capture also try the known coroutines? Yes when nothing runs
@@ -404,7 +404,6 @@ int puc_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	return rc;
 }
 
-
 /* ---- walk: frames, names, lines, merge ---------------------------------- */
 
 struct wframe {
@@ -414,6 +413,9 @@ struct wframe {
 	int bottom;       /* Lua: first-entered frame of its luaV_execute invocation */
 };
 
+/* *PC: the instruction SAVEDPC stands for in P's code (the one before
+ * it: savedpc points past the current instruction). 0, or -1 when
+ * SAVEDPC is not in the code. */
 static int pc_of(const struct puc_proto *p, uint64_t savedpc, int *pc)
 {
 	if (savedpc < p->code_addr || ((savedpc - p->code_addr) & 3))
@@ -841,7 +843,7 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 /* Lua-only walks (no native stack to stay consistent with) re-read a
  * chain that turned out torn, like capture() does. */
 int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
-		    struct walk_info *info)
+	     struct walk_info *info)
 {
 	int rc = puc_walk_raw(vm, t, ts, lw, info);
 	for (int attempt = 0; rc == -LS_E_TORN && ts->native.n == 0 && ts->tid > 0 && attempt < 2;
