@@ -13,8 +13,10 @@
  *
  * Built with -DFUZZ_PUC_SEEDS instead of libFuzzer, main() writes one
  * valid image per layout row into the directory given (the seeds in
- * fuzz/seeds/fuzz_puc/: a Lua function at pc 1 calling a C function,
- * built by tests/img_puc.c as tests/t_vm_puc.c uses them). */
+ * fuzz/seeds/fuzz_puc/: a Lua function at pc 1 calling a C function),
+ * and for 5.2+ rows one with a third frame whose Proto shares the
+ * walker's Proto cache slot with its callee's ("-slot"), both built by
+ * tests/img_puc.c as tests/t_vm_puc.c uses them. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 static uint8_t img[NREG][REGLEN];
 
+/* Write IMG as seed NAME of row I into DIR and print what it walks to. */
+static int write_seed(const char *dir, int i, const char *name)
+{
+	const struct puc_layout *l = &puc_layouts[i];
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	uint8_t row = (uint8_t)i;
+	if (!f || fwrite(&row, 1, 1, f) != 1 || fwrite(img, 1, sizeof img, f) != sizeof img ||
+	    fclose(f) != 0) {
+		perror(path);
+		return -1;
+	}
+	struct mem_region r[NREG];
+	for (int k = 0; k < NREG; k++)
+		r[k] = (struct mem_region){ A[k], img[k], REGLEN };
+	struct mem_image im;
+	mem_image_init(&im, r, NREG);
+	struct stack st = { 0 };
+	int rc = puc_walk_image(l, &im.base, A[0], &st);
+	printf("%s: rc %d, %d frames:", name, rc, st.n);
+	for (int k = 0; k < st.n; k++)
+		printf(" [%s %s:%d]", st.f[k].name, st.f[k].file ? st.f[k].file : "", st.f[k].line);
+	printf("\n");
+	stack_free(&st);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -72,29 +102,18 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < puc_nlayouts; i++) {
 		const struct puc_layout *l = &puc_layouts[i];
+		char name[256];
+		/* two frames, named */
 		img_puc_build(l, img);
-		char path[4096];
-		snprintf(path, sizeof path, "%s/row%02d-%s", argv[1], i, l->name);
-		FILE *f = fopen(path, "wb");
-		uint8_t row = (uint8_t)i;
-		if (!f || fwrite(&row, 1, 1, f) != 1 || fwrite(img, 1, sizeof img, f) != sizeof img ||
-		    fclose(f) != 0) {
-			perror(path);
+		snprintf(name, sizeof name, "row%02d-%s", i, l->name);
+		if (write_seed(argv[1], i, name) < 0)
 			return 1;
-		}
-		/* check it walks: two frames, named */
-		struct mem_region r[NREG];
-		for (int k = 0; k < NREG; k++)
-			r[k] = (struct mem_region){ A[k], img[k], REGLEN };
-		struct mem_image im;
-		mem_image_init(&im, r, NREG);
-		struct stack st = { 0 };
-		int rc = puc_walk_image(l, &im.base, A[0], &st);
-		printf("%s: rc %d, %d frames:", l->name, rc, st.n);
-		for (int k = 0; k < st.n; k++)
-			printf(" [%s %s:%d]", st.f[k].name, st.f[k].file ? st.f[k].file : "", st.f[k].line);
-		printf("\n");
-		stack_free(&st);
+		/* three, two Protos in one cache slot (5.2+) */
+		if (img_puc_build_shared_slot(l, img) < 0)
+			continue;
+		snprintf(name, sizeof name, "row%02d-%s-slot", i, l->name);
+		if (write_seed(argv[1], i, name) < 0)
+			return 1;
 	}
 	return 0;
 }

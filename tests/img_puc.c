@@ -140,3 +140,50 @@ void img_puc_build(const struct puc_layout *l, uint8_t (*img)[IMG_PUC_REGLEN])
 	put_tv(img, l, IMG_RK, 0, img_puc_addr[IMG_RSTR] + 128, l->tag_sstr);
 }
 
+
+/* a short string STR at region R, offset OFF */
+static void put_sstr(uint8_t (*img)[IMG_PUC_REGLEN], const struct puc_layout *l, int r, int off,
+		     const char *str)
+{
+	size_t len = strlen(str);
+	img[r][off + 8] = (uint8_t)l->gct_sstr;
+	img[r][off + 11] = (uint8_t)len;
+	if (l->str_len == PUC_STR_SIZET)
+		put64(img, r, off + 16, len);
+	memcpy(&img[r][off + l->ts_data], str, len);
+}
+
+int img_puc_build_shared_slot(const struct puc_layout *l, uint8_t (*img)[IMG_PUC_REGLEN])
+{
+	const uint64_t *A = img_puc_addr;
+	if (l->L_end_ci >= 0)
+		return -1;   /* 5.1: a CallInfo array, not built here */
+	img_puc_build(l, img);
+	/* f's Proto moves to RP+256; g's, a copy with its own constants,
+	 * chunk and lines, goes to RK+256: 0x50100 and 0x80100 are equal
+	 * modulo 16 KiB */
+	memcpy(&img[IMG_RP][256], &img[IMG_RP][0], 128);
+	put64(img, IMG_RCL, l->lcl_p, A[IMG_RP] + 256);
+	memcpy(&img[IMG_RK][256], &img[IMG_RP][0], 128);
+	put32(img, IMG_RK, 256 + l->p_linedefined, 30);
+	put32(img, IMG_RK, 256 + l->p_lastlinedefined, 34);
+	put64(img, IMG_RK, 256 + l->p_k, A[IMG_RK] + 128);
+	put64(img, IMG_RK, 256 + l->p_source, A[IMG_RSTR] + 256);
+	put_tv(img, l, IMG_RK, 128, A[IMG_RSTR] + 320, l->tag_sstr);
+	put_sstr(img, l, IMG_RSTR, 256, "@b.lua");
+	put_sstr(img, l, IMG_RSTR, 320, "inner");
+	/* g's closure (RCL+256), its stack slot (RSTK+80), its CallInfo
+	 * (RCI+256, at pc 1 too), first of its invocation; f's now follows */
+	img[IMG_RCL][256 + 8] = (uint8_t)l->gct_lcl;
+	put64(img, IMG_RCL, 256 + l->lcl_p, A[IMG_RK] + 256);
+	put_tv(img, l, IMG_RSTK, 80, A[IMG_RCL] + 256, l->tag_lcl);
+	put64(img, IMG_RCI, 256 + l->ci_func, A[IMG_RSTK] + 80);
+	put64(img, IMG_RCI, 256 + l->ci_previous, A[IMG_RL] + (uint64_t)l->L_base_ci);
+	put64(img, IMG_RCI, 256 + l->ci_savedpc, A[IMG_RCODE] + 8);
+	putn(img, IMG_RCI, 256 + l->ci_callstatus, l->ci_callstatus_size, l->cist_lua | l->cist_fresh);
+	put64(img, IMG_RCI, l->ci_previous, A[IMG_RCI] + 256);
+	putn(img, IMG_RCI, l->ci_callstatus, l->ci_callstatus_size, l->cist_lua | l->cist_reentry);
+	if (l->ci_next >= 0)
+		put64(img, IMG_RCI, 256 + l->ci_next, A[IMG_RCI]);
+	return 0;
+}

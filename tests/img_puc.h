@@ -29,6 +29,13 @@ extern const uint64_t img_puc_addr[IMG_PUC_NREG];
  * test.lua:11]. */
 void img_puc_build(const struct puc_layout *l, uint8_t (*img)[IMG_PUC_REGLEN]);
 
+/* The same image with one more Lua frame, the caller of the first:
+ * [print] [inner test.lua:11] [function <b.lua:30> b.lua]. Its Proto
+ * (RK+256) and the callee's (moved to RP+256) share a slot of the
+ * walker's direct-mapped Proto cache, so reading one evicts the other
+ * within one walk. 0, or -1 for 5.1 rows (not built). */
+int img_puc_build_shared_slot(const struct puc_layout *l, uint8_t (*img)[IMG_PUC_REGLEN]);
+
 /* Instruction encoders: 5.4 iABC (with k), 5.1-5.3 iABC and iABx. */
 uint32_t img_puc_i54(int op, int a, int b, int c, int k);
 uint32_t img_puc_i53(int op, int a, int b, int c);

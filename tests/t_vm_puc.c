@@ -245,6 +245,26 @@ static void t_image(void)
 			      !strcmp(st.f[1].name, "function <test.lua:10>"));
 		}
 	}
+	/* two Protos of one stack in one Proto cache slot, every 5.2+ row */
+	int nslot = 0;
+	for (int i = 0; i < puc_nlayouts; i++) {
+		const struct puc_layout *l = &puc_layouts[i];
+		if (img_puc_build_shared_slot(l, img) < 0)
+			continue;
+		nslot++;
+		int rc = walk_img(l, &st);
+		CHECK(rc == 0 && st.n == 3);
+		if (rc != 0 || st.n != 3) {
+			fprintf(stderr, "shared-slot image %s: rc %d, %d frames\n", l->name, rc, st.n);
+			continue;
+		}
+		CHECK(!strcmp(st.f[0].name, "print"));
+		CHECK(!strcmp(st.f[1].name, "inner") && !strcmp(st.f[1].file, "test.lua") &&
+		      st.f[1].line == 11 && st.f[1].firstline == 10);
+		CHECK(!strcmp(st.f[2].name, "function <b.lua:30>") && !strcmp(st.f[2].file, "b.lua") &&
+		      st.f[2].firstline == 30);
+	}
+	CHECK(nslot >= 10);
 	const struct puc_layout *l = puc_layout_find(4, 4);
 	img_puc_build(l, img);
 	CHECK(walk_img(l, &st) == 0 && st.n == 2);
