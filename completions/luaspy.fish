@@ -22,12 +22,12 @@ complete -c luaspy -n "__fish_seen_subcommand_from record top" -s s -l subproces
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l nonblocking -d 'never stop the target'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l blocking -d 'walk while the thread is stopped'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s F -l function -d 'aggregate by function'
+complete -c luaspy -n "__fish_seen_subcommand_from record top" -l stats -d 'stop-time statistics'
 # record
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s o -l output -r -F -d 'output file'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s f -l format -x -a 'flamegraph folded speedscope pprof' -d 'output format'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
-complete -c luaspy -n "__fish_seen_subcommand_from record" -l stats -d 'stop-time statistics'
 # top
 complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds between refreshes'
 # dump

@@ -34,12 +34,15 @@ struct cli_opts {
 	int verbose;               /* -v count */
 };
 
-/* Parse ARGC/ARGV into O. Prints help/version itself and returns 1 when
- * the program should exit 0; returns 0 to go on; on a usage error prints
- * one line and returns -LS_E_USAGE. */
+/* Parse ARGC/ARGV into O, by the option table of cli.c (which options
+ * each command takes, their values). Prints help, the version or (for
+ * the hidden `luaspy --list-options`, read by tests/docs-sync.test) the
+ * table itself and returns 1 when the program should exit 0; returns 0
+ * to go on; on a usage error prints one line and returns -LS_E_USAGE. */
 int cli_parse(int argc, char **argv, struct cli_opts *o);
 
-/* Print the help of CMD (CMD_NONE: general help) to stdout. */
+/* Print the help of CMD (CMD_NONE: general help) to stdout: CMD's
+ * options from the table, by group, one text per option. */
 void cli_help(int cmd);
 
 /* Run the parsed command. Returns the process exit status. */

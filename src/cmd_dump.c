@@ -25,18 +25,18 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 	if (ca->json) {
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
-		json_write_string(ca->f, status);
+		out_put_json(ca->f, status);
 		fputs(",\"frames\":[", ca->f);
 		for (int i = 0; i < st->n; i++) {
 			if (i)
 				fputc(',', ca->f);
 			fputs("{\"kind\":", ca->f);
-			json_write_string(ca->f, frame_kind_name(st->f[i].kind));
+			out_put_json(ca->f, frame_kind_name(st->f[i].kind));
 			fputs(",\"name\":", ca->f);
-			json_write_string(ca->f, st->f[i].name);
+			out_put_json(ca->f, st->f[i].name);
 			if (st->f[i].file) {
 				fputs(",\"file\":", ca->f);
-				json_write_string(ca->f, st->f[i].file);
+				out_put_json(ca->f, st->f[i].file);
 			}
 			if (st->f[i].line > 0)
 				fprintf(ca->f, ",\"line\":%d", st->f[i].line);
@@ -85,7 +85,7 @@ int cmd_dump(struct cli_opts *o)
 		FILE *mf = fmemopen(vmjson, sizeof vmjson - 1, "w");
 		if (mf) {
 			fprintf(mf, "{\"runtime\":\"%s\",\"description\":", t->vm_ops->family);
-			json_write_string(mf, desc);
+			out_put_json(mf, desc);
 			fputc('}', mf);
 			fclose(mf);
 		}
@@ -93,7 +93,7 @@ int cmd_dump(struct cli_opts *o)
 	FILE *f = stdout;
 	if (o->json) {
 		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)o->pid);
-		json_write_string(f, t->cmdline);
+		out_put_json(f, t->cmdline);
 		if (desc) {
 			fputs(",\"vm\":", f);
 			fputs(vmjson, f);

@@ -24,6 +24,7 @@
 #include <curses.h>
 #include "cli.h"
 #include "err.h"
+#include "htab.h"
 #include "intern.h"
 #include "msg.h"
 #include "profile.h"
@@ -66,8 +67,7 @@ struct top_row {
 struct top_agg {
 	struct top_row *rows;
 	size_t nrows, rows_cap;
-	uint32_t *tab;       /* label pointer hash: row index + 1, 0 = empty */
-	size_t tab_cap;      /* power of two, at most half full */
+	struct htab index;   /* label pointer hash -> row index */
 	int32_t *fid_row;    /* profile frame id -> row, -1 = not shown */
 	size_t nfid, fid_cap;
 };
@@ -96,56 +96,34 @@ struct top {
 	int oom;                          /* a recount ran out of memory */
 };
 
-static uint64_t hash_ptr(const void *p)
-{
-	uint64_t h = (uintptr_t)p;
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return h;
-}
+struct row_probe {
+	const struct top_agg *a;
+	const char *label;
+};
 
-static int agg_grow_tab(struct top_agg *a)
+static int row_eq(const void *ctx, uint32_t i)
 {
-	size_t ncap = a->tab_cap ? a->tab_cap * 2 : 256;
-	uint32_t *nt = calloc(ncap, sizeof *nt);
-	if (!nt)
-		return -1;
-	for (size_t i = 0; i < a->nrows; i++) {
-		size_t k = hash_ptr(a->rows[i].label) & (ncap - 1);
-		while (nt[k])
-			k = (k + 1) & (ncap - 1);
-		nt[k] = (uint32_t)i + 1;
-	}
-	free(a->tab);
-	a->tab = nt;
-	a->tab_cap = ncap;
-	return 0;
+	const struct row_probe *k = ctx;
+	return k->a->rows[i].label == k->label;
 }
 
 /* Row index of LABEL (interned), added when new. -1 on allocation failure. */
 static int32_t agg_row(struct top_agg *a, const char *label)
 {
-	if ((a->nrows + 1) * 2 > a->tab_cap && agg_grow_tab(a) < 0)
+	struct row_probe k = { a, label };
+	uint64_t h = htab_fnv1a_ptr(HTAB_FNV_INIT, label);
+	size_t pos;
+	if (htab_reserve(&a->index) < 0)
 		return -1;
-	size_t k = hash_ptr(label) & (a->tab_cap - 1);
-	while (a->tab[k]) {
-		if (a->rows[a->tab[k] - 1].label == label)
-			return (int32_t)(a->tab[k] - 1);
-		k = (k + 1) & (a->tab_cap - 1);
-	}
-	if (a->nrows == a->rows_cap) {
-		size_t ncap = a->rows_cap ? a->rows_cap * 2 : 256;
-		struct top_row *nr = realloc(a->rows, ncap * sizeof *nr);
-		if (!nr)
-			return -1;
-		a->rows = nr;
-		a->rows_cap = ncap;
-	}
+	int64_t i = htab_find(&a->index, h, row_eq, &k, &pos);
+	if (i >= 0)
+		return (int32_t)i;
+	if (array_grow(&a->rows, &a->rows_cap, a->nrows + 1, sizeof *a->rows) < 0)
+		return -1;
 	struct top_row *r = &a->rows[a->nrows];
 	memset(r, 0, sizeof *r);
 	r->label = label;
-	a->tab[k] = (uint32_t)a->nrows + 1;
+	htab_insert(&a->index, pos, h, (uint32_t)a->nrows);
 	return (int32_t)a->nrows++;
 }
 
@@ -180,7 +158,7 @@ static int agg_sync(struct top_agg *a, const struct profile *p, int with_line)
 static void agg_free(struct top_agg *a)
 {
 	free(a->rows);
-	free(a->tab);
+	htab_free(&a->index);
 	free(a->fid_row);
 	memset(a, 0, sizeof *a);
 }

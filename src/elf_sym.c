@@ -9,6 +9,7 @@
 #include <elfutils/libdw.h>
 #include "elf_sym.h"
 #include "err.h"
+#include "htab.h"
 #include "intern.h"
 
 #define CACHE_BITS 14
@@ -250,61 +251,39 @@ struct line_tok {
 static int defer_lines;
 static struct line_tok *toks;
 static size_t ntoks, toks_cap;
-/* (symtab, address) -> token + 1, open addressing: the same address gets
- * the same token again after the symbol cache dropped it (a slot
- * collision, a maps refresh), so its frames stay one frame */
-static uint32_t *tok_slot;
-static size_t tok_slot_cap;    /* power of two, at most half full */
+/* (symtab, address) -> token - 1: the same address gets the same token
+ * again after the symbol cache dropped it (a slot collision, a maps
+ * refresh), so its frames stay one frame */
+static struct htab tok_index;
 
 void symtab_defer_lines(int on)
 {
 	defer_lines = on;
 }
 
-static size_t tok_hash(const struct symtab *s, uint64_t a)
+static int tok_eq(const void *ctx, uint32_t i)
 {
-	return (size_t)(((a ^ (uint64_t)(uintptr_t)s) * 0x9E3779B97F4A7C15ull) >> 17);
-}
-
-static int tok_slots_grow(void)
-{
-	size_t ncap = tok_slot_cap ? tok_slot_cap * 2 : 2048;
-	uint32_t *ns = calloc(ncap, sizeof *ns);
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < ntoks; i++) {
-		size_t j = tok_hash(toks[i].s, toks[i].a) & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = (uint32_t)i + 1;
-	}
-	free(tok_slot);
-	tok_slot = ns;
-	tok_slot_cap = ncap;
-	return 0;
+	const struct line_tok *k = ctx;
+	return toks[i].s == k->s && toks[i].a == k->a;
 }
 
 /* The token (1..) naming address A of S, or 0 when out of memory. */
 static int line_tok_new(struct symtab *s, uint64_t a)
 {
-	if ((ntoks + 1) * 2 > tok_slot_cap && tok_slots_grow() < 0)
+	struct line_tok k = { s, a };
+	uint64_t h = htab_fnv1a_word(htab_fnv1a_ptr(HTAB_FNV_INIT, s), a);
+	size_t pos;
+	if (htab_reserve(&tok_index) < 0)
 		return 0;
-	size_t j = tok_hash(s, a) & (tok_slot_cap - 1);
-	for (; tok_slot[j]; j = (j + 1) & (tok_slot_cap - 1))
-		if (toks[tok_slot[j] - 1].s == s && toks[tok_slot[j] - 1].a == a)
-			return (int)tok_slot[j];
-	if (ntoks == toks_cap) {
-		size_t ncap = toks_cap ? toks_cap * 2 : 1024;
-		struct line_tok *n = ncap < INT32_MAX ? realloc(toks, ncap * sizeof *n) : NULL;
-		if (!n)
-			return 0;
-		toks = n;
-		toks_cap = ncap;
-	}
-	toks[ntoks].s = s;
-	toks[ntoks].a = a;
-	tok_slot[j] = (uint32_t)++ntoks;
-	return (int)ntoks;
+	int64_t i = htab_find(&tok_index, h, tok_eq, &k, &pos);
+	if (i >= 0)
+		return (int)i + 1;
+	if (ntoks >= INT32_MAX - 1 ||
+	    array_grow(&toks, &toks_cap, ntoks + 1, sizeof *toks) < 0)
+		return 0;
+	toks[ntoks] = k;
+	htab_insert(&tok_index, pos, h, (uint32_t)ntoks);
+	return (int)++ntoks;
 }
 
 static void line_toks_forget(struct symtab *s)

@@ -2,20 +2,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "htab.h"
 #include "frame.h"
 
 int stack_push(struct stack *st, const struct frame *fr)
 {
 	if (st->n >= STACK_MAX_FRAMES)
 		return -1;
-	if (st->n == st->cap) {
-		int ncap = st->cap ? st->cap * 2 : 64;
-		struct frame *nf = realloc(st->f, (size_t)ncap * sizeof *nf);
-		if (!nf)
-			return -1;
-		st->f = nf;
-		st->cap = ncap;
-	}
+	size_t cap = st->cap > 0 ? (size_t)st->cap : 0;
+	if (array_grow(&st->f, &cap, (size_t)st->n + 1, sizeof *st->f) < 0)
+		return -1;
+	st->cap = (int)cap; /* <= 2 * STACK_MAX_FRAMES */
 	st->f[st->n++] = *fr;
 	return 0;
 }

@@ -1,43 +1,25 @@
-/* intern.c: string interning with an open-addressing hash table. */
+/* intern.c: string interning over the shared hash index (htab.h). */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "htab.h"
 #include "intern.h"
 
-static char **tab;
-static size_t tab_cap, tab_used;
+static char **strs;           /* the interned strings, in order of arrival */
+static size_t nstrs, strs_cap;
+static struct htab tab;       /* content hash -> index into strs */
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
+struct key {
+	const char *s;
+	size_t len;
+};
 
-static int grow(void)
+static int same(const void *ctx, uint32_t i)
 {
-	size_t ncap = tab_cap ? tab_cap * 2 : 1024;
-	char **nt = calloc(ncap, sizeof *nt);
-	if (!nt)
-		return -1;
-	for (size_t i = 0; i < tab_cap; i++) {
-		char *s = tab[i];
-		if (!s)
-			continue;
-		size_t j = hash_bytes(s, strlen(s)) & (ncap - 1);
-		while (nt[j])
-			j = (j + 1) & (ncap - 1);
-		nt[j] = s;
-	}
-	free(tab);
-	tab = nt;
-	tab_cap = ncap;
-	return 0;
+	const struct key *k = ctx;
+	return strncmp(strs[i], k->s, k->len) == 0 && strs[i][k->len] == 0;
 }
 
 const char *intern_n(const char *s, size_t len)
@@ -47,21 +29,21 @@ const char *intern_n(const char *s, size_t len)
 	const char *nul = memchr(s, 0, len);
 	if (nul)
 		len = (size_t)(nul - s);
-	if ((tab_used + 1) * 2 > tab_cap && grow() < 0)
+	struct key k = { s, len };
+	uint64_t h = htab_fnv1a(HTAB_FNV_INIT, s, len);
+	size_t pos;
+	if (htab_reserve(&tab) < 0)
 		abort();
-	size_t j = hash_bytes(s, len) & (tab_cap - 1);
-	while (tab[j]) {
-		if (strncmp(tab[j], s, len) == 0 && tab[j][len] == 0)
-			return tab[j];
-		j = (j + 1) & (tab_cap - 1);
-	}
+	int64_t i = htab_find(&tab, h, same, &k, &pos);
+	if (i >= 0)
+		return strs[i];
 	char *c = malloc(len + 1);
-	if (!c)
+	if (!c || array_grow(&strs, &strs_cap, nstrs + 1, sizeof *strs) < 0)
 		abort();
 	memcpy(c, s, len);
 	c[len] = 0;
-	tab[j] = c;
-	tab_used++;
+	strs[nstrs] = c;
+	htab_insert(&tab, pos, h, (uint32_t)nstrs++);
 	return c;
 }
 

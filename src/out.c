@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "htab.h"
 #include "out.h"
 
 /* ------------------------------------------------------------ formats */
@@ -261,24 +262,64 @@ void out_put_xml(FILE *f, const char *s)
 	fwrite(run, 1, (size_t)(s - run), f);
 }
 
+size_t out_json_string(char *dst, const char *src, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *s = (const unsigned char *)src;
+	char *d = dst;
+	*d++ = '"';
+	for (size_t i = 0; i < n;) {
+		unsigned char c = s[i];
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			/* printable ASCII, the common case: as is */
+			*d++ = (char)c;
+			i++;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			*d++ = '\\';
+			*d++ = (char)c;
+			i++;
+			continue;
+		}
+		uint32_t cp = 0;
+		size_t k = utf8_decode(s + i, n - i, &cp);
+		if (k == 0) {
+			memcpy(d, "\\ufffd", 6);   /* not well-formed: replaced */
+			d += 6;
+			i++;
+		} else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+			memcpy(d, "\\u00", 4);     /* C0, DEL, C1: escaped */
+			d[4] = hex[cp >> 4];
+			d[5] = hex[cp & 15];
+			d += 6;
+			i += k;
+		} else {
+			memcpy(d, s + i, k);
+			d += k;
+			i += k;
+		}
+	}
+	*d++ = '"';
+	return (size_t)(d - dst);
+}
+
 void out_put_json(FILE *f, const char *s)
 {
-	const char *run = s;
+	/* in pieces that end on a character boundary (a character is at
+	 * most 4 bytes, escaped at most 6 per byte) */
+	enum { PIECE = 1024 };
+	char buf[6 * PIECE + 2];
+	size_t n = s ? strlen(s) : 0, i = 0;
 	putc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c != '"' && c != '\\' && c >= 0x20)
-			continue;
-		fwrite(run, 1, (size_t)(s - run), f);
-		if (c == '"' || c == '\\') {
-			putc('\\', f);
-			putc(c, f);
-		} else {
-			fprintf(f, "\\u%04x", c);
-		}
-		run = s + 1;
-	}
-	fwrite(run, 1, (size_t)(s - run), f);
+	do {
+		size_t k = n - i < PIECE ? n - i : PIECE;
+		while (k < n - i && k > PIECE - 4 && ((unsigned char)s[i + k] & 0xc0) == 0x80)
+			k--;   /* do not cut a sequence; a longer run is invalid anyway */
+		size_t w = out_json_string(buf, s ? s + i : "", k);
+		fwrite(buf + 1, 1, w - 2, f);
+		i += k;
+	} while (i < n);
 	putc('"', f);
 }
 
@@ -472,16 +513,8 @@ int out_order_init(struct out_order *o, const struct profile *p, int with_line,
 	for (size_t i = 0; i < nf; i++) {
 		out_label(profile_frame(p, (uint32_t)i), buf, sizeof buf, with_line, flags);
 		size_t l = strlen(buf);
-		if (used + l + 1 > cap) {
-			size_t ncap = cap ? cap * 2 : 1 << 16;
-			while (ncap < used + l + 1)
-				ncap *= 2;
-			char *nt = realloc(text, ncap);
-			if (!nt)
-				goto nomem;
-			text = nt;
-			cap = ncap;
-		}
+		if (array_grow(&text, &cap, used + l + 1, 1) < 0)
+			goto nomem;
 		memcpy(text + used, buf, l + 1);
 		off[i] = used;
 		o->label_len[i] = (uint32_t)l;

@@ -61,7 +61,17 @@ char *out_label(const struct frame *fr, char *buf, size_t len, int with_line,
 /* Write clean S to F with the five XML escapes (& < > " '). */
 void out_put_xml(FILE *f, const char *s);
 
-/* Write clean S to F as a quoted JSON string. */
+/* The one JSON string writer (every JSON output uses it). Write the N
+ * bytes at S, untrusted (any bytes, NULs included), as a quoted JSON
+ * string into DST, which has room for 6 * N + 2 bytes. Well-formed UTF-8
+ * is copied; '"' and '\\' are backslash-escaped; control characters (C0,
+ * DEL, C1) become \u00XX; every byte that does not begin a well-formed
+ * sequence (stray continuation, truncated or overlong sequence,
+ * surrogate, above U+10FFFF, 0xf5..0xff) becomes \ufffd, so the output
+ * is always valid JSON in valid UTF-8. Returns the bytes written (no NUL). */
+size_t out_json_string(char *dst, const char *s, size_t n);
+
+/* Write the NUL-terminated S (NULL = "") to F as out_json_string does. */
 void out_put_json(FILE *f, const char *s);
 
 /* Write V in decimal to BUF (room for 20 digits, no NUL added).

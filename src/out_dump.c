@@ -1,48 +1,8 @@
 /* out_dump.c: text and JSON output of dump. */
 #include <stdio.h>
 #include <string.h>
+#include "out.h"
 #include "out_dump.h"
-
-void json_write_string(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	fputc('"', f);
-	while (*p) {
-		unsigned char c = *p;
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-			p++;
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
-			p++;
-		} else if (c < 0x80) {
-			fputc(c, f);
-			p++;
-		} else {
-			/* validate one UTF-8 sequence */
-			int n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
-			if (c >= 0xf5)
-				n = 0;
-			int ok = n > 0;
-			for (int i = 1; ok && i < n; i++)
-				if ((p[i] & 0xc0) != 0x80)
-					ok = 0;
-			if (ok && n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
-				ok = 0;
-			if (ok && n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
-				ok = 0;
-			if (ok) {
-				fwrite(p, 1, (size_t)n, f);
-				p += n;
-			} else {
-				fputs("\\ufffd", f);
-				p++;
-			}
-		}
-	}
-	fputc('"', f);
-}
 
 const char *dump_state_name(char state)
 {
@@ -88,20 +48,20 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 			  const char *error)
 {
 	fprintf(f, "{\"tid\":%d,\"name\":", (int)tid);
-	json_write_string(f, name);
+	out_put_json(f, name);
 	fputs(",\"state\":", f);
-	json_write_string(f, dump_state_name(state));
+	out_put_json(f, dump_state_name(state));
 	if (vm) {
 		fputs(",\"vm\":", f);
 		fputs(vm, f); /* already JSON */
 	}
 	if (vmstate) {
 		fputs(",\"vmstate\":", f);
-		json_write_string(f, vmstate);
+		out_put_json(f, vmstate);
 	}
 	if (error) {
 		fputs(",\"error\":", f);
-		json_write_string(f, error);
+		out_put_json(f, error);
 	}
 	fputs(",\"frames\":[", f);
 	for (int i = 0; st && i < st->n; i++) {
@@ -109,18 +69,18 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 		if (i)
 			fputc(',', f);
 		fputs("{\"kind\":", f);
-		json_write_string(f, frame_kind_name(fr->kind));
+		out_put_json(f, frame_kind_name(fr->kind));
 		fputs(",\"name\":", f);
-		json_write_string(f, fr->name);
+		out_put_json(f, fr->name);
 		if (fr->module) {
 			fputs(",\"module\":", f);
-			json_write_string(f, fr->module);
+			out_put_json(f, fr->module);
 		}
 		if (fr->kind == FRAME_NATIVE || fr->kind == FRAME_C)
 			fprintf(f, ",\"addr\":\"0x%llx\"", (unsigned long long)fr->addr);
 		if (fr->file) {
 			fputs(",\"file\":", f);
-			json_write_string(f, fr->file);
+			out_put_json(f, fr->file);
 		}
 		if (fr->line > 0)
 			fprintf(f, ",\"line\":%d", fr->line);

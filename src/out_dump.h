@@ -5,10 +5,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 #include "frame.h"
-
-/* Write S to F as a JSON string literal (quotes included): control
- * characters escaped, invalid UTF-8 bytes replaced by U+FFFD. */
-void json_write_string(FILE *f, const char *s);
+#include "out.h"
 
 /* Human name of a scheduler state letter: "running", "sleeping", ... */
 const char *dump_state_name(char state);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "htab.h"
 #include "out.h"
 
 static int same_ids(const struct profile *p, size_t a, size_t b)
@@ -38,17 +39,7 @@ struct line {
 
 static int line_reserve(struct line *l, size_t need)
 {
-	if (need <= l->cap)
-		return 0;
-	size_t ncap = l->cap ? l->cap : 4096;
-	while (ncap < need)
-		ncap *= 2;
-	char *n = realloc(l->s, ncap);
-	if (!n)
-		return -ENOMEM;
-	l->s = n;
-	l->cap = ncap;
-	return 0;
+	return array_grow(&l->s, &l->cap, need, 1) < 0 ? -ENOMEM : 0;
 }
 
 /* Make L hold IDS[0..DEPTH) joined by ';'; returns the text length or
@@ -60,13 +51,8 @@ static long line_set(struct line *l, const struct out_order *o,
 	if (l->ids)
 		while (c < l->depth && c < depth && l->ids[c] == ids[c])
 			c++;
-	if (depth > l->end_cap) {
-		size_t *n = realloc(l->end, depth * sizeof *n);
-		if (!n)
-			return -ENOMEM;
-		l->end = n;
-		l->end_cap = depth;
-	}
+	if (array_grow(&l->end, &l->end_cap, depth, sizeof *l->end) < 0)
+		return -ENOMEM;
 	size_t pos = c ? l->end[c - 1] : 0;
 	for (size_t k = c; k < depth; k++) {
 		size_t n = o->label_len[ids[k]];

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "htab.h"
 #include "out.h"
 #include "profile.pb-c.h"
 
@@ -106,34 +107,18 @@ static void gz_pack(struct gz_sink *s, const ProtobufCMessage *m)
 struct strtab {
 	char **s;
 	size_t n, cap;
-	uint32_t *slot;        /* index+1, 0 = empty */
-	size_t slot_cap;       /* power of two */
+	struct htab index;     /* content hash -> string index */
 };
 
-static uint64_t hash_bytes(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
+struct str_probe {
+	const struct strtab *t;
+	const char *s;
+};
 
-static int strtab_grow(struct strtab *t)
+static int str_eq(const void *ctx, uint32_t i)
 {
-	size_t ncap = t->slot_cap ? t->slot_cap * 2 : 256;
-	uint32_t *ns = calloc(ncap, sizeof *ns);
-	if (!ns)
-		return -1;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t j = hash_bytes(t->s[i]) & (ncap - 1);
-		while (ns[j])
-			j = (j + 1) & (ncap - 1);
-		ns[j] = (uint32_t)i + 1;
-	}
-	free(t->slot);
-	t->slot = ns;
-	t->slot_cap = ncap;
-	return 0;
+	const struct str_probe *k = ctx;
+	return strcmp(k->t->s[i], k->s) == 0;
 }
 
 /* Index of S cleaned (NULL = ""), or -1 when out of memory. */
@@ -141,24 +126,19 @@ static int64_t strtab_add(struct strtab *t, const char *raw)
 {
 	char buf[OUT_LABEL_MAX];
 	const char *s = out_clean(raw ? raw : "", buf, sizeof buf, 0);
-	if ((t->n + 1) * 2 > t->slot_cap && strtab_grow(t) < 0)
+	struct str_probe k = { t, s };
+	uint64_t h = htab_fnv1a(HTAB_FNV_INIT, s, strlen(s));
+	size_t pos;
+	if (htab_reserve(&t->index) < 0)
 		return -1;
-	size_t mask = t->slot_cap - 1, j = hash_bytes(s) & mask;
-	for (uint32_t v; (v = t->slot[j]); j = (j + 1) & mask)
-		if (strcmp(t->s[v - 1], s) == 0)
-			return v - 1;
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 256;
-		char **n = realloc(t->s, ncap * sizeof *n);
-		if (!n)
-			return -1;
-		t->s = n;
-		t->cap = ncap;
-	}
-	if (!(t->s[t->n] = strdup(s)))
+	int64_t i = htab_find(&t->index, h, str_eq, &k, &pos);
+	if (i >= 0)
+		return i;
+	if (array_grow(&t->s, &t->cap, t->n + 1, sizeof *t->s) < 0 ||
+	    !(t->s[t->n] = strdup(s)))
 		return -1;
-	t->slot[j] = (uint32_t)++t->n;
-	return (int64_t)t->n - 1;
+	htab_insert(&t->index, pos, h, (uint32_t)t->n);
+	return (int64_t)t->n++;
 }
 
 static void strtab_free(struct strtab *t)
@@ -166,7 +146,7 @@ static void strtab_free(struct strtab *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->s[i]);
 	free(t->s);
-	free(t->slot);
+	htab_free(&t->index);
 }
 
 /* Where a used frame's Location points. */
@@ -183,8 +163,7 @@ struct pp {
 	size_t n_fn, fn_cap;
 	const struct frame **fn_key;            /* representative frame */
 	size_t fn_key_cap;
-	uint32_t *fn_slot;                      /* index+1, power-of-two table */
-	size_t fn_slot_cap;
+	struct htab fn_index;                   /* fn_hash -> function index */
 	Perftools__Profiles__Mapping *map;      /* n_map used, map_cap allocated */
 	size_t n_map, map_cap;
 	const char **map_module;
@@ -194,28 +173,13 @@ struct pp {
 	size_t nused;
 };
 
-/* Room for one more entry in the growable array *ARR of *CAP. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	if (n < *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 64;
-	void *a = realloc(*arr, ncap * elem);
-	if (!a)
-		return -1;
-	*arr = a;
-	*cap = ncap;
-	return 0;
-}
-
 static uint64_t fn_hash(const struct frame *fr)
 {
-	uint64_t h = fr->kind;
-	h = (h ^ (uintptr_t)fr->name) * 0x100000001b3ull;
-	h = (h ^ (uintptr_t)fr->file) * 0x100000001b3ull;
-	h = (h ^ (uintptr_t)fr->module) * 0x100000001b3ull;
-	h = (h ^ (uint32_t)fr->firstline) * 0x100000001b3ull;
-	return h ^ (h >> 29);
+	uint64_t h = htab_fnv1a_word(HTAB_FNV_INIT, fr->kind);
+	h = htab_fnv1a_ptr(h, fr->name);
+	h = htab_fnv1a_ptr(h, fr->file);
+	h = htab_fnv1a_ptr(h, fr->module);
+	return htab_fnv1a_word(h, (uint32_t)fr->firstline);
 }
 
 static int fn_same(const struct frame *a, const struct frame *b)
@@ -224,35 +188,30 @@ static int fn_same(const struct frame *a, const struct frame *b)
 	       a->module == b->module && a->firstline == b->firstline;
 }
 
-static int fn_rehash(struct pp *pp, size_t ncap)
+struct fn_probe {
+	const struct pp *pp;
+	const struct frame *fr;
+};
+
+static int fn_eq(const void *ctx, uint32_t i)
 {
-	uint32_t *t = calloc(ncap, sizeof *t);
-	if (!t)
-		return -1;
-	for (size_t i = 0; i < pp->n_fn; i++) {
-		size_t j = fn_hash(pp->fn_key[i]) & (ncap - 1);
-		while (t[j])
-			j = (j + 1) & (ncap - 1);
-		t[j] = (uint32_t)i + 1;
-	}
-	free(pp->fn_slot);
-	pp->fn_slot = t;
-	pp->fn_slot_cap = ncap;
-	return 0;
+	const struct fn_probe *k = ctx;
+	return fn_same(k->pp->fn_key[i], k->fr);
 }
 
 /* Function id for FR (1-based), creating it; 0 when out of memory. */
 static uint64_t fn_get(struct pp *pp, const struct frame *fr)
 {
-	if ((pp->n_fn + 1) * 2 > pp->fn_slot_cap &&
-	    fn_rehash(pp, pp->fn_slot_cap ? pp->fn_slot_cap * 2 : 256) < 0)
+	struct fn_probe k = { pp, fr };
+	uint64_t h = fn_hash(fr);
+	size_t pos;
+	if (htab_reserve(&pp->fn_index) < 0)
 		return 0;
-	size_t mask = pp->fn_slot_cap - 1, j = fn_hash(fr) & mask;
-	for (uint32_t v; (v = pp->fn_slot[j]); j = (j + 1) & mask)
-		if (fn_same(pp->fn_key[v - 1], fr))
-			return v;
-	if (grow((void **)&pp->fn, &pp->fn_cap, pp->n_fn, sizeof *pp->fn) < 0 ||
-	    grow((void **)&pp->fn_key, &pp->fn_key_cap, pp->n_fn, sizeof *pp->fn_key) < 0)
+	int64_t i = htab_find(&pp->fn_index, h, fn_eq, &k, &pos);
+	if (i >= 0)
+		return (uint64_t)i + 1;
+	if (array_grow(&pp->fn, &pp->fn_cap, pp->n_fn + 1, sizeof *pp->fn) < 0 ||
+	    array_grow(&pp->fn_key, &pp->fn_key_cap, pp->n_fn + 1, sizeof *pp->fn_key) < 0)
 		return 0;
 	char label[OUT_LABEL_MAX];
 	const char *name = fr->name;
@@ -271,8 +230,8 @@ static uint64_t fn_get(struct pp *pp, const struct frame *fr)
 	f->filename = fl;
 	f->start_line = fr->firstline > 0 ? fr->firstline : 0;
 	pp->fn_key[pp->n_fn] = fr;
-	pp->fn_slot[j] = (uint32_t)++pp->n_fn;
-	return pp->n_fn;
+	htab_insert(&pp->fn_index, pos, h, (uint32_t)pp->n_fn);
+	return ++pp->n_fn;
 }
 
 /* Mapping id for MODULE (1-based), creating it; 0 when out of memory. */
@@ -283,9 +242,9 @@ static uint64_t map_get(struct pp *pp, const char *module)
 			return i + 1;
 	int64_t fl = strtab_add(&pp->st, module);
 	if (fl < 0 ||
-	    grow((void **)&pp->map, &pp->map_cap, pp->n_map, sizeof *pp->map) < 0 ||
-	    grow((void **)&pp->map_module, &pp->map_module_cap, pp->n_map,
-		 sizeof *pp->map_module) < 0)
+	    array_grow(&pp->map, &pp->map_cap, pp->n_map + 1, sizeof *pp->map) < 0 ||
+	    array_grow(&pp->map_module, &pp->map_module_cap, pp->n_map + 1,
+		       sizeof *pp->map_module) < 0)
 		return 0;
 	Perftools__Profiles__Mapping *m = &pp->map[pp->n_map];
 	perftools__profiles__mapping__init(m);
@@ -328,7 +287,7 @@ static void pp_free(struct pp *pp)
 	strtab_free(&pp->st);
 	free(pp->fn);
 	free(pp->fn_key);
-	free(pp->fn_slot);
+	htab_free(&pp->fn_index);
 	free(pp->map);
 	free(pp->map_module);
 	free(pp->ref);
@@ -490,15 +449,9 @@ static int pp_write(struct pp *pp, struct gz_sink *sink)
 		profile_stack(pp->p, i, &tid, &ids, &depth, &count);
 		if (count == 0)
 			continue;
-		if (depth > cap) {
-			while (cap < depth)
-				cap *= 2;
-			uint64_t *nl = realloc(locs, cap * sizeof *nl);
-			if (!nl) {
-				free(locs);
-				return -ENOMEM;
-			}
-			locs = nl;
+		if (array_grow(&locs, &cap, depth, sizeof *locs) < 0) {
+			free(locs);
+			return -ENOMEM;
 		}
 		for (size_t d = 0; d < depth; d++)
 			locs[d] = pp->used[ids[depth - 1 - d]];

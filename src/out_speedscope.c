@@ -38,7 +38,7 @@ static int cmp_tid(const void *a, const void *b, void *arg)
 /* Pieces (numbers, escaped labels) are formatted into a block that is
  * handed to stdio once it holds SB_FLUSH_BYTES. A piece is at most
  * SB_PIECE_MAX bytes: a label is < OUT_LABEL_MAX bytes and escapes to
- * at most 6 bytes per byte. */
+ * at most 6 bytes per byte, plus the quotes. */
 #ifndef SB_FLUSH_BYTES
 #define SB_FLUSH_BYTES 4096
 #endif
@@ -85,29 +85,10 @@ static void sb_u64(struct sbuf *b, uint64_t v)
 	b->n += out_fmt_u64(sb_room(b), v);
 }
 
-/* S (clean, < SB_PIECE_MAX / 6 bytes) as a quoted JSON string, as
- * out_put_json writes it. */
+/* S (< SB_PIECE_MAX / 6 bytes) as a quoted JSON string (out_json_string). */
 static void sb_json(struct sbuf *b, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	char *d = sb_room(b), *d0 = d;
-	*d++ = '"';
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			*d++ = '\\';
-			*d++ = (char)c;
-		} else if (c < 0x20) {
-			memcpy(d, "\\u00", 4);
-			d[4] = hex[c >> 4];
-			d[5] = hex[c & 15];
-			d += 6;
-		} else {
-			*d++ = (char)c;
-		}
-	}
-	*d++ = '"';
-	b->n += (size_t)(d - d0);
+	b->n += out_json_string(sb_room(b), s, strlen(s));
 }
 
 /* ------------------------------------------------------------ document */

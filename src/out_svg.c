@@ -26,6 +26,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "htab.h"
 #include "out.h"
 
 #define SVG_WIDTH 1200
@@ -205,22 +206,12 @@ static int svg_pass(struct svg *s)
 				   profile_frame(p, open_id[nopen]), nopen + 1,
 				   open_start[nopen], pos - open_start[nopen]);
 		}
-		if (depth > cap) {
-			size_t ncap = cap;
-			while (ncap < depth)
-				ncap *= 2;
-			uint32_t *ni = realloc(open_id, ncap * sizeof *ni);
-			if (ni)
-				open_id = ni;
-			uint64_t *ns = realloc(open_start, ncap * sizeof *ns);
-			if (ns)
-				open_start = ns;
-			if (!ni || !ns) {
-				free(open_id);
-				free(open_start);
-				return -ENOMEM;
-			}
-			cap = ncap;
+		size_t cap_start = cap;
+		if (array_grow(&open_id, &cap, depth, sizeof *open_id) < 0 ||
+		    array_grow(&open_start, &cap_start, depth, sizeof *open_start) < 0) {
+			free(open_id);
+			free(open_start);
+			return -ENOMEM;
 		}
 		for (; nopen < depth; nopen++) {
 			open_id[nopen] = ids[nopen];

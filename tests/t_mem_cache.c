@@ -5,9 +5,7 @@
 #include <string.h>
 #include "err.h"
 #include "proc_mem.h"
-
-static int failures, checks;
-#define CHECK(c) do { checks++; if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+#include "check.h"
 
 struct counting {
 	struct mem base;
@@ -110,10 +108,5 @@ int main(void)
 	test_pages();
 	test_failed_miss();
 	test_block_below_mapping();
-	if (failures || !checks) {
-		printf("t_mem_cache: %d of %d checks FAILED\n", failures, checks);
-		return 1;
-	}
-	printf("t_mem_cache: %d checks, all passed\n", checks);
-	return 0;
+	return check_summary("t_mem_cache");
 }

@@ -14,17 +14,7 @@
 #include "out.h"
 #include "out_fixture.h"
 #include "profile.pb-c.h"
-
-static int failures;
-
-#define CHECK(cond, ...) do {                                           \
-	if (!(cond)) {                                                  \
-		failures++;                                             \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-		fprintf(stderr, __VA_ARGS__);                           \
-		fputc('\n', stderr);                                    \
-	}                                                               \
-} while (0)
+#include "check.h"
 
 /* Run WRITER on P into a malloc'd buffer; *LEN gets its size. */
 static char *render(int (*writer)(const struct profile *, FILE *),
@@ -198,6 +188,78 @@ static void test_clean(void)
 	CHECK(strcmp(out, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;|\"q\\\"b\\\\s\"|"
 		      "12.35|0.00|100.0") == 0, "escapes: %s", out);
 	free(out);
+}
+
+/* out_json_string on S[0..N) equals WANT (quotes included). */
+static void json_case(const char *s, size_t n, const char *want, const char *what)
+{
+	char buf[6 * 64 + 2];
+	size_t w = out_json_string(buf, s, n);
+	CHECK(w == strlen(want) && memcmp(buf, want, w) == 0, "json %s: got '%.*s', want '%s'",
+	      what, (int)w, buf, want);
+}
+
+static void test_json_string(void)
+{
+#define JC(lit, want, what) json_case(lit, sizeof lit - 1, want, what)
+	JC("plain", "\"plain\"", "ascii");
+	JC("", "\"\"", "empty");
+	JC("q\"b\\s/", "\"q\\\"b\\\\s/\"", "quote, backslash");
+	JC("\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbf",
+	   "\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbf\"", "valid multi-byte");
+	JC("a\0b", "\"a\\u0000b\"", "NUL inside");
+	JC("\n\t\x1f\x7f", "\"\\u000a\\u0009\\u001f\\u007f\"", "C0 and DEL");
+	JC("\xc2\x85\xc2\x9f\xc2\xa0", "\"\\u0085\\u009f\xc2\xa0\"", "C1 escaped, NBSP kept");
+	JC("\xc3", "\"\\ufffd\"", "truncated 2-byte at the end");
+	JC("\xe2\x82" "x", "\"\\ufffd\\ufffdx\"", "truncated 3-byte");
+	JC("\xf0\x9f\x98", "\"\\ufffd\\ufffd\\ufffd\"", "truncated 4-byte at the end");
+	JC("\xc0\xaf", "\"\\ufffd\\ufffd\"", "overlong 2-byte");
+	JC("\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"", "overlong 3-byte");
+	JC("\xf0\x80\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"", "overlong 4-byte");
+	JC("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"", "surrogate");
+	JC("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"", "above U+10FFFF");
+	JC("\x80" "a\xff\xf5", "\"\\ufffda\\ufffd\\ufffd\"", "stray continuation, 0xff, 0xf5");
+#undef JC
+
+	/* the FILE writer: same bytes, also for strings longer than its
+	 * pieces with characters across every boundary */
+	char *big = malloc(3000 * 4 + 1), *want = malloc(6 * 3000 * 4 + 3);
+	size_t n = 0;
+	for (int i = 0; i < 3000; i++) {
+		static const char *const ch[] = { "a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+						  "\x01", "\xff", "\"" };
+		const char *c = ch[(i * 7 + i / 5) % 7];
+		memcpy(big + n, c, strlen(c));
+		n += strlen(c);
+	}
+	big[n] = 0;
+	size_t wn = out_json_string(want, big, n);
+	char *got = NULL;
+	size_t gn = 0;
+	FILE *f = open_memstream(&got, &gn);
+	out_put_json(f, big);
+	fputc('|', f);
+	out_put_json(f, NULL);
+	fclose(f);
+	CHECK(gn == wn + 3 && memcmp(got, want, wn) == 0 && memcmp(got + wn, "|\"\"", 3) == 0,
+	      "out_put_json differs from out_json_string (%zu vs %zu bytes)", gn, wn);
+	free(got);
+
+	/* random bytes: always valid UTF-8 with no raw control character */
+	unsigned seed = 12345;
+	int ok = 1;
+	for (int r = 0; r < 2000; r++) {
+		size_t len = (size_t)(rand_r(&seed) % 40);
+		for (size_t i = 0; i < len; i++)
+			big[i] = (char)(rand_r(&seed) & 0xff);
+		size_t w = out_json_string(want, big, len);
+		ok &= w >= 2 && want[0] == '"' && want[w - 1] == '"' && utf8_valid(want, w);
+		for (size_t i = 0; i < w; i++)
+			ok &= (unsigned char)want[i] >= 0x20 && want[i] != 0x7f;
+	}
+	CHECK(ok, "random bytes gave invalid JSON text (seed 12345)");
+	free(big);
+	free(want);
 }
 
 static void test_fmt_u64(void)
@@ -747,6 +809,7 @@ int main(void)
 	test_profile_identity();
 	test_profile_scale();
 	test_clean();
+	test_json_string();
 	test_fmt_u64();
 	test_frame_label();
 	test_order();
@@ -760,10 +823,5 @@ int main(void)
 	test_random_names();
 	test_unused_frames();
 	test_write_file();
-	if (failures) {
-		fprintf(stderr, "t_out: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("t_out: all checks passed\n");
-	return 0;
+	return check_summary("t_out");
 }

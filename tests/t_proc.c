@@ -5,9 +5,7 @@
 #include "err.h"
 #include "proc_maps.h"
 #include "proc_mem.h"
-
-static int failures;
-#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+#include "check.h"
 
 static void test_maps(void)
 {
@@ -71,6 +69,5 @@ int main(void)
 {
 	test_maps();
 	test_overlay();
-	printf("%s\n", failures ? "t_proc: FAILED" : "t_proc: all passed");
-	return failures ? 1 : 0;
+	return check_summary("t_proc");
 }

@@ -12,7 +12,7 @@ local function hot(n)
 end
 
 -- few clock calls: under CPU contention ptrace stops land at syscall
--- exits out of proportion (sampling.md, vDSO bias)
+-- exits out of proportion (docs/sampling.md §5.2)
 local N = arg[2] == "joff" and 200000 or 4000000
 local t0, n = os.clock(), 0
 while os.clock() - t0 < secs do
