@@ -5,14 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "check.h"
 #include "err.h"
 #include "frame.h"
 #include "img_puc.h"
 #include "proc_mem.h"
 #include "vm_puc.h"
 
-static int fails;
-#define CHECK(c) do { if (!(c)) { fprintf(stderr, "%s:%d: FAIL %s\n", __FILE__, __LINE__, #c); fails++; } } while (0)
 
 static void t_ident(void)
 {
@@ -534,10 +533,5 @@ int main(int argc, char **argv)
 	t_fuzz();
 	t_image();
 	t_image_names();
-	if (fails) {
-		fprintf(stderr, "t_vm_puc: %d failure(s)\n", fails);
-		return 1;
-	}
-	printf("t_vm_puc: all passed\n");
-	return 0;
+	return check_summary("t_vm_puc");
 }
