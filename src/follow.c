@@ -121,7 +121,7 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 	uint64_t modules = modules_digest(tg->pid);
 	tg->modules = 0;
 	uint64_t t0 = time_now_ns();
-	int rc = target_open(tg->pid, 1, &t, &vmrc, why, whylen);
+	int rc = target_open(tg->pid, VM_PROBE | VM_PROBE_QUICK, &t, &vmrc, why, whylen);
 	msg_debug(2, "pid %d: probed in %.1f ms: %s", (int)tg->pid, (double)(time_now_ns() - t0) / 1e6,
 		  rc < 0 ? err_text(-rc) : vmrc < 0 ? err_text(-vmrc) : "Lua");
 	if (rc < 0)
