@@ -831,6 +831,7 @@ int cmd_top(struct cli_opts *o)
 		top_recount(&t);
 		top_print_plain(&t, stdout, TOP_PLAIN_ROWS);
 	}
+	session_report_lag(s);
 	if (o->stats)
 		session_print_stats(s, stderr);
 	agg_free(&t.agg[0]);
