@@ -331,6 +331,9 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 			out->module = d ? intern_n(b, (size_t)(d - b)) : intern(b);
 		}
 	}
+	GElf_Addr mbias = 0;
+	if (dwfl_module_getelf(mod, &mbias))
+		out->bias = mbias;
 	GElf_Off off = 0;
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);

@@ -28,6 +28,8 @@ struct sym_info {
 	uint64_t func_start;  /* symbol start address; without a symbol, the start of
 	                       * the CFI entry (FDE) covering the pc; 0 = unknown */
 	uint64_t func_end;    /* end of the same range, or 0 */
+	uint64_t bias;        /* the module's load bias: target address - bias
+	                       * = ELF virtual address, the same in every process */
 };
 
 /* Open the modules of PID (reads /proc/PID/maps). Returns 0 and *OUT or
