@@ -76,7 +76,8 @@ static int is_module_offset(const struct frame *fr)
 
 int frame_is_unnamed(const struct frame *fr)
 {
-	return !fr->name || fr->name[0] == '[' || is_module_offset(fr);
+	return !fr->name || !strcmp(fr->name, "[unknown]") || !strncmp(fr->name, "[C 0x", 5) ||
+	       is_module_offset(fr);
 }
 
 char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line)

@@ -56,8 +56,9 @@ void stack_free(struct stack *st);
  * WITH_LINE = 0 drops the ":line" part (per-function aggregation). */
 char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line);
 
-/* Does FR carry a stand-in rather than a real name: NULL, a bracketed
- * label ("[jit]", "[C 0x...]", "[builtin#N]") or "MODULE+0xOFF"? 1 or 0. */
+/* Does FR carry a stand-in rather than a name: NULL, "[unknown]", an
+ * address ("[C 0x...]") or "MODULE+0xOFF"? 1 or 0. ("[builtin#N]",
+ * "[jit]" name what the code is: they count as names.) */
 int frame_is_unnamed(const struct frame *fr);
 
 /* Name of a frame kind for JSON ("native", "lua", "c", "vmstate", "root"). */
