@@ -482,6 +482,13 @@ int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *o
 	return e->found ? 0 : -1;
 }
 
+const char *symtab_offset_name(const struct sym_info *si, uint64_t at)
+{
+	if (!si->module)
+		return NULL;
+	return internf("%s+0x%llx", si->module, (unsigned long long)(at - si->bias));
+}
+
 struct find_arg {
 	const struct symtab *s;
 	const char *name;

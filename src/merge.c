@@ -25,8 +25,7 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 	} else if (si.module) {
 		/* no symbol: module and offset from its ELF addresses (of the
 		 * function start when the CFI tells it), the same in every run */
-		uint64_t at = si.func_start ? si.func_start : nf->pc;
-		out->name = internf("%s+0x%llx", si.module, (unsigned long long)(at - si.bias));
+		out->name = symtab_offset_name(&si, si.func_start ? si.func_start : nf->pc);
 	} else {
 		const struct proc_map *m = proc_maps_find(symtab_maps(s), nf->pc);
 		if (m && (m->perms & MAP_X) && m->path[0] == '[')
