@@ -1,6 +1,6 @@
 /* fuzz/fuzz_elf.c: libFuzzer target for what luaspy reads from ELF
  * files: any bytes, opened with libelf, through the .eh_frame_hdr FDE
- * lookups (elf_sym_fde_range, lj_fde_start_elf), the LuaJIT VM FDE
+ * lookups (elf_sym_fde_range), the LuaJIT VM FDE
  * finder (lj_fde_cb: section table, libdw CFI), the LuaJIT VM code
  * scanner (lj_code_derive) over executable sections, and PUC's
  * lua_ident parser (puc_ident_parse) over every section. The raw bytes
@@ -17,10 +17,6 @@
 #include "elf_sym.h"
 #include "vm_luajit.h"
 #include "vm_puc.h"
-
-/* vm.c is not linked here: the flag it defines (0, as for dump: the
- * probe scans at once) */
-int vm_probe_quick;
 
 static void addrs_of(Elf *e, const uint8_t *data, size_t size)
 {
@@ -43,7 +39,6 @@ static void addrs_of(Elf *e, const uint8_t *data, size_t size)
 		uint64_t s, end;
 		if (elf_sym_fde_range(e, a[i], &s, &end) == 0 && (s > a[i] || end <= a[i]))
 			abort();
-		(void)lj_fde_start_elf(e, 0x1000, a[i] + 0x1000);
 	}
 }
 

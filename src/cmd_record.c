@@ -66,7 +66,6 @@ int cmd_record(struct cli_opts *o)
 	/* native lines are looked up once, at the end, not in the first
 	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
 	symtab_defer_lines(1);
-	vm_probe_quick = 1;
 	int code = session_start(o, &s);
 	if (code)
 		return code;

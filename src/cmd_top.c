@@ -779,7 +779,6 @@ static int top_tick(void *arg, const struct session_stats *st)
 int cmd_top(struct cli_opts *o)
 {
 	struct session *s;
-	vm_probe_quick = 1; /* states from the first samples, not a heap scan */
 	int code = session_start(o, &s);
 	if (code)
 		return code;

@@ -539,6 +539,20 @@ Dwfl_Module *symtab_module_at(struct symtab *s, uint64_t addr, Elf **elf, uint64
 	return mod;
 }
 
+uint64_t symtab_fde_start(struct symtab *s, uint64_t addr, uint64_t *end)
+{
+	Elf *elf = NULL;
+	uint64_t bias = 0, st = 0, en = 0;
+	if (end)
+		*end = 0;
+	if (!s || !symtab_module_at(s, addr, &elf, &bias) || !elf ||
+	    elf_sym_fde_range(elf, addr - bias, &st, &en) != 0)
+		return 0;
+	if (end)
+		*end = en + bias;
+	return st + bias;
+}
+
 struct each_arg {
 	int (*fn)(void *, const char *, uint64_t, uint64_t, Elf *, uint64_t);
 	void *arg;

@@ -93,8 +93,19 @@ int symtab_each_module(struct symtab *s,
 		       void *arg);
 
 /* [*START, *END) of the FDE covering file address ADDR of ELF, by a
- * binary search of its .eh_frame_hdr (PT_GNU_EH_FRAME) table. 0 or -1.
- * Internal to elf_sym.c; exported for fuzz/fuzz_elf.c (garbage ELF). */
+ * binary search of its .eh_frame_hdr (PT_GNU_EH_FRAME) table, checked
+ * against the FDE's own pc range. 0 or -1 (no table, or no FDE covers
+ * ADDR). Reads only ELF (bounded by its segments). The Elf-level half of
+ * symtab_fde_start(); exported for fuzz/fuzz_elf.c (garbage ELF). */
 int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end);
+
+/* The one .eh_frame_hdr search: start of the function whose CFI entry
+ * (FDE) covers target address ADDR, from the table of the module mapped
+ * there (elf_sym_fde_range() on its ELF, load bias applied). *END (END
+ * may be NULL) gets the end of that range. Returns the start, or 0 (and
+ * *END = 0) when ADDR is in no module or no FDE covers it. For code with
+ * no sized symbol (stripped static functions); symtab_lookup() already
+ * falls back to it in sym_info.func_start. Reads no target memory. */
+uint64_t symtab_fde_start(struct symtab *s, uint64_t addr, uint64_t *end);
 
 #endif

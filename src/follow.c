@@ -25,7 +25,7 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen)
 {
 	struct target *t;
 	int vmrc;
-	int rc = target_open(tg->pid, 1, &t, &vmrc, why, whylen);
+	int rc = target_open(tg->pid, VM_PROBE | VM_PROBE_QUICK, &t, &vmrc, why, whylen);
 	if (rc < 0)
 		return rc;
 	if (vmrc < 0) {

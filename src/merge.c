@@ -60,8 +60,13 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		     const struct lua_segment_old *segs, int nsegs, struct stack *out)
 {
 	stack_clear(out);
-	/* which native frames are one activation with a segment's C function */
+	/* which native frames are one activation with a segment's C function:
+	 * CMATCH[i] = k when native frame i is segment k's C function, by its
+	 * symbol (CBYFDE[i] = 0) or, when the symbol starts elsewhere, by the
+	 * FDE covering its pc (CBYFDE[i] = 1); CMOD[i] is its module */
 	int cmatch[UNWIND_MAX_FRAMES];
+	char cbyfde[UNWIND_MAX_FRAMES];
+	const char *cmod[UNWIND_MAX_FRAMES];
 	for (int i = 0; i < ns->n; i++)
 		cmatch[i] = -1;
 	for (int k = 0; k < nsegs; k++) {
@@ -77,7 +82,13 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		int ret = !(nf->flags & NF_LEAF);
 		symtab_lookup(s, nf->pc, ret, &si);
 		if (si.func_start == c->addr)
-			cmatch[i - 1] = k;
+			cbyfde[i - 1] = 0;
+		else if (symtab_fde_start(s, ret ? nf->pc - 1 : nf->pc, NULL) == c->addr)
+			cbyfde[i - 1] = 1;
+		else
+			continue;
+		cmatch[i - 1] = k;
+		cmod[i - 1] = si.module;
 	}
 	for (int i = 0; i < ns->n; i++) {
 		emit_segments(segs, nsegs, i, 0, -1, out);
@@ -88,8 +99,22 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		if (emit_segments(segs, nsegs, i, 1, dropk, out))
 			continue;
 		struct frame fr;
+		int fused = cmatch[i] >= 0;
+		if (fused && cbyfde[i]) {
+			/* the symbol covering the pc is not the function's: the
+			 * Lua side's name (unless it has none either), else the
+			 * native frame as it is */
+			const struct frame *c = &segs[cmatch[i]].f[0];
+			if (c->name && c->name[0] != '[') {
+				fr = *c;
+				fr.module = cmod[i];
+				stack_push(out, &fr);
+				continue;
+			}
+			fused = 0;
+		}
 		merge_native_frame(s, &ns->f[i], &fr);
-		if (cmatch[i] >= 0) {
+		if (fused) {
 			const struct frame *c = &segs[cmatch[i]].f[0];
 			fr.kind = FRAME_C;
 			if (frame_is_unnamed(&fr) && c->name && !frame_is_unnamed(c))

@@ -62,12 +62,17 @@ struct lua_segment_old {
  * mapping read. Never an absolute address. */
 void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct frame *out);
 
-/* Build the merged stack of NS and SEGS (NSEGS, in any order) into OUT
+/* Build the merged stack of NS and W's segments (in any order) into OUT
  * (cleared first). When a segment's innermost frame is FRAME_C with
  * addr = the C function's address and the native frame just inside the
- * VM frame starts at that address, the two are one activation: the
- * native frame is kept, named by its symbol (or by the Lua name when it
- * has none), with kind FRAME_C, and the Lua-side copy is dropped.
+ * VM frame starts at that address, the two are one activation and the
+ * Lua-side copy is dropped. By the native frame's symbol: the native
+ * frame is kept, named by its symbol (or by the Lua name when it has
+ * none), with kind FRAME_C. By the FDE covering its pc only
+ * (symtab_fde_start(): the symbol there is another function's, e.g. a
+ * stripped static one): the Lua-side frame takes the native frame's
+ * place with the native module, unless its name is a "[...]" stand-in,
+ * then the native frame stays as it is.
  * Returns the number of frames, or -LS_E_NOMEM. */
 int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		 const struct lua_walk *w, struct stack *out);

@@ -29,7 +29,7 @@ int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *w
 		target_close(t);
 		return rc;
 	}
-	*vmrc = probe_vm ? vm_probe(t, why, whylen) : -LS_E_NOTLUA;
+	*vmrc = probe_vm ? vm_probe(t, (unsigned)probe_vm, why, whylen) : -LS_E_NOTLUA;
 	*out = t;
 	return 0;
 }

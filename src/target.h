@@ -30,7 +30,7 @@ struct target {
 };
 
 /* Attach to PID: check it (proc_check), read its modules, create the
- * unwinder and (when PROBE_VM) probe for a Lua VM. Returns 0 with *OUT
+ * unwinder and (when PROBE_VM, VM_PROBE_* flags of vm.h) probe for a Lua VM. Returns 0 with *OUT
  * (t->vm may be NULL when no VM was found: VMRC then holds -LS_E_NOTLUA
  * or -LS_E_UNSUPPORTED and WHY the reason), or -LS_E_* when the process
  * can't be profiled. No ptrace: the process is never stopped here. The

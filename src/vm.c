@@ -4,11 +4,9 @@
 #include "msg.h"
 #include "vm.h"
 
-int vm_probe_quick;
-
 static const struct vm_ops *const families[] = { &vm_luajit_ops, &vm_puc_ops };
 
-int vm_probe(struct target *t, char *why, size_t whylen)
+int vm_probe(struct target *t, unsigned flags, char *why, size_t whylen)
 {
 	int unsupported = 0;
 	why[0] = 0;
@@ -17,7 +15,7 @@ int vm_probe(struct target *t, char *why, size_t whylen)
 		struct vm *vm = NULL;
 		char w[512] = "";
 		msg_debug(1, "probing for %s", ops->family);
-		int rc = ops->probe(t, &vm, w, sizeof w);
+		int rc = ops->probe(t, flags, &vm, w, sizeof w);
 		if (rc > 0 && vm) {
 			t->vm = vm;
 			t->vm_ops = ops;

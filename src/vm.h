@@ -95,8 +95,9 @@ struct vm_ops {
 	/* Look for this family's VM in T. Returns 1 and *OUT when found, 0
 	 * when T holds no VM of this family, or -LS_E_UNSUPPORTED (a VM of
 	 * this family in a layout we do not know) with WHY filled (one line,
-	 * what was found). Logs each step with msg_debug(1, ...). */
-	int (*probe)(struct target *t, struct vm **out, char *why, size_t whylen);
+	 * what was found). FLAGS: VM_PROBE_* as given to vm_probe(). Logs
+	 * each step with msg_debug(1, ...). */
+	int (*probe)(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
 	/* Called while thread TS is stopped, after registers and stack copy:
 	 * copy into TS->vm_data what the walk needs that changes while the
 	 * thread runs (VM state, current L, base, pc...). May be NULL. */
@@ -137,15 +138,19 @@ struct vm_ops {
 extern const struct vm_ops vm_luajit_ops;
 extern const struct vm_ops vm_puc_ops;
 
-/* Probe T with every family. Returns 0 (t->vm set), -LS_E_NOTLUA, or
- * -LS_E_UNSUPPORTED with WHY filled. */
-int vm_probe(struct target *t, char *why, size_t whylen);
+/* Flags of vm_probe() and vm_ops.probe (target_open() takes them too,
+ * 0 meaning no probe at all). */
+#define VM_PROBE       0x1              /* look for a VM */
+#define VM_PROBE_QUICK 0x2              /* record, top: the probe may leave its slow
+                                         * search for states (a heap scan of up to
+                                         * 512 MiB) to discovery (vm_ops.discover),
+                                         * which runs it only when the samples found
+                                         * no state from registers or cframes. Without
+                                         * it (dump: one sample per thread, no later
+                                         * discovery to catch up) the probe scans at once. */
 
-/* Set by record and top before probing: a probe may leave its slow
- * search for states (a heap scan of up to 512 MiB) to the walks, which
- * find most states from registers and do the scan only when they could
- * not. 0 (dump: one sample per thread, no later walk to catch up): the
- * probe scans at once. */
-extern int vm_probe_quick;
+/* Probe T with every family, with FLAGS (VM_PROBE_*). Returns 0 (t->vm
+ * set), -LS_E_NOTLUA, or -LS_E_UNSUPPORTED with WHY filled. */
+int vm_probe(struct target *t, unsigned flags, char *why, size_t whylen);
 
 #endif

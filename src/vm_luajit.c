@@ -1,7 +1,7 @@
 /* vm_luajit.c: LuaJIT 2.1 walker: capture, frame walk, names, lines,
  * JIT traces, coroutines (vm_ops for vm.h).
  *
- * The native stack anchors everything (luajit.md 10): each native frame
+ * The native stack anchors everything (docs/luajit.md §10): each native frame
  * whose pc is in the VM code has rsp = a cframe, whose SAVE_L names the
  * lua_State it runs; its Lua frames are walked from that thread's top
  * (or from where the previous cframe's segment ended) down to the frame
@@ -30,7 +30,6 @@
 #include "merge.h"
 #include "msg.h"
 #include "proc_maps.h"
-#include "timeutil.h"
 #include "vm_luajit.h"
 
 #define SNAP_MAGIC 0x4c4a5331u
@@ -95,17 +94,25 @@ struct ctx {
 	struct mem *m;
 	int fr2;
 	int steps;           /* global bound on reads/iterations */
+	int name_miss;       /* a C function had no name (VM_DISC_NAMES) */
+	const char *why;     /* where the walk failed last (FAIL), or NULL */
 };
+
+/* A context reading through M (T may be NULL: no symbols). */
+static struct ctx ctx_make(struct vm *vm, struct target *t, struct mem *m)
+{
+	return (struct ctx){ .vm = vm, .t = t, .l = vm->lay, .ol = vm->ol, .m = m,
+			     .fr2 = !!(vm->lay->flags & LJL_GC64) };
+}
 
 #define STEP(c) do { if (++(c)->steps > 200000) return -LS_E_GARBAGE; } while (0)
 
-/* Where the last walk failed (for -v -v). */
-static const char *lj_why;
-#define FAIL(e, w) (lj_why = (w), (e))
+/* Fail with E, noting why in the context C in scope (for -v -v). */
+#define FAIL(e, w) (c->why = (w), (e))
 
 static int rd_ref(struct ctx *c, uint64_t a, uint64_t *v)
 {
-	return lj_read_ref(c->vm, c->m, a, v);
+	return lj_read_ref(c->vm->ol, c->m, a, v);
 }
 
 static int in_vm(const struct vm *vm, uint64_t pc)
@@ -159,7 +166,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	uint8_t h[128];
 	if (!pt || (pt & 3) || mem_read(c->m, pt, h, ol->pt_size) < 0)
 		return -LS_E_FAULT;
-	if (h[ol->gct] != 7)
+	if (h[ol->gct] != LJ_GCT_PROTO)
 		return FAIL(-LS_E_GARBAGE, "not a proto");
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
@@ -178,7 +185,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	memcpy(&varinfo, h + ol->pt_varinfo, ol->gcref);
 	memcpy(&k, h + ol->pt_k, ol->gcref);
 	memcpy(&sizekgc, h + ol->pt_sizekgc, 4);
-	chunk = lj_gcptr(c->vm, chunk);
+	chunk = lj_gcptr(c->vm->ol, chunk);
 	/* debug info lies inside the proto allocation, or is absent */
 	if (lineinfo && (lineinfo < pt + ol->pt_size || lineinfo >= pt + sizept))
 		return FAIL(-LS_E_GARBAGE, "proto lineinfo outside the proto");
@@ -187,7 +194,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
 		varinfo = 0;
 	unsigned hsh = (unsigned)((pt >> 3) * 2654435761u) % LJ_PT_CACHE;
-	struct lj_ptinfo *e = &c->vm->pt[hsh];
+	struct lj_ptinfo *e = &c->vm->cache.pt[hsh];
 	if (e->pt == pt && e->sizebc == sizebc && e->sizept == sizept && e->firstline == firstline &&
 	    e->chunkname == chunk && e->lineinfo == lineinfo) {
 		*out = e;
@@ -195,8 +202,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	}
 	char src[1024], ss[80];
 	uint32_t len;
-	uint8_t sgct;
-	if (mem_read_u8(c->m, chunk + ol->gct, &sgct) < 0 || sgct != 4 ||
+	if (!lj_is_gct(ol, c->m, chunk, LJ_GCT_STR) ||
 	    mem_read_u32(c->m, chunk + c->l->str_len, &len) < 0)
 		return FAIL(-LS_E_GARBAGE, "chunkname is not a string");
 	size_t rl = len < sizeof src - 1 ? len : sizeof src - 1;
@@ -220,7 +226,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	e->lineinfo = lineinfo;
 	e->uvinfo = uvinfo;
 	e->varinfo = varinfo;
-	e->k = lj_gcptr(c->vm, k);
+	e->k = lj_gcptr(c->vm->ol, k);
 	e->sizekgc = sizekgc;
 	e->chunkname = chunk;
 	e->file = intern(ss);
@@ -355,8 +361,7 @@ static int kgc_str(struct ctx *c, const struct lj_ptinfo *pi, uint32_t d, char *
 	if (rd_ref(c, pi->k - (uint64_t)(d + 1) * c->ol->gcref, &s) < 0)
 		return 0;
 	uint32_t len;
-	uint8_t gct;
-	if (mem_read_u8(c->m, s + c->ol->gct, &gct) < 0 || gct != 4 ||
+	if (!lj_is_gct(c->ol, c->m, s, LJ_GCT_STR) ||
 	    mem_read_u32(c->m, s + c->l->str_len, &len) < 0 || len >= outlen)
 		return 0;
 	if (mem_read(c->m, s + c->l->str_data, out, len) < 0)
@@ -473,7 +478,7 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 		return intern(mm);
 	/* cached by call site; the proto's shape and the instruction must
 	 * match (addresses are reused) */
-	struct lj_namecache *e = &c->vm->nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
+	struct lj_namecache *e = &c->vm->cache.nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
 					     LJ_NAME_CACHE)];
 	if (e->used && e->pt == pt && e->pos == (uint32_t)pos && e->ins == ins &&
 	    e->sizebc == pi->sizebc && e->firstline == pi->firstline)
@@ -495,14 +500,14 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
  * another state's copy) by its C pointer F. */
 static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f, uint8_t ffid)
 {
-	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].fn == fn)
-			return &vm->names[i];
+	for (int i = 0; i < vm->found.nnames; i++)
+		if (vm->found.names[i].fn == fn)
+			return &vm->found.names[i];
 	if (ffid != 1 || !f)
 		return NULL;
-	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].ffid == 1 && vm->names[i].f == f)
-			return &vm->names[i];
+	for (int i = 0; i < vm->found.nnames; i++)
+		if (vm->found.names[i].ffid == 1 && vm->found.names[i].f == f)
+			return &vm->found.names[i];
 	return NULL;
 }
 
@@ -519,15 +524,15 @@ static int fn_kind(struct ctx *c, uint64_t fn, uint64_t *pt, uint8_t *ffid, uint
 	uint8_t h[48];
 	if (!fn || mem_read(c->m, fn, h, c->ol->fn_f + 8) < 0)
 		return -2;
-	if (h[c->ol->gct] == 6)
+	if (h[c->ol->gct] == LJ_GCT_THREAD)
 		return -1;
-	if (h[c->ol->gct] != 8)
+	if (h[c->ol->gct] != LJ_GCT_FUNC)
 		return -3;
 	*ffid = h[c->ol->fn_ffid];
 	if (*ffid == 0) {
 		uint64_t pc = 0;
 		memcpy(&pc, h + c->ol->fn_pc, c->ol->gcref);
-		pc = lj_gcptr(c->vm, pc);
+		pc = lj_gcptr(c->vm->ol, pc);
 		*pt = pc - c->ol->pt_size;
 		return 0;
 	}
@@ -562,8 +567,8 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	}
 	fr->kind = FRAME_C;
 	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
-	if (ffid > 1 && c->vm->ffname[ffid])
-		fr->name = c->vm->ffname[ffid];
+	if (ffid > 1 && c->vm->found.ffname[ffid])
+		fr->name = c->vm->found.ffname[ffid];
 	else if (n)
 		fr->name = n->name;
 	else {
@@ -577,8 +582,8 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 		else
 			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
 	}
-	if (!n && !(ffid > 1 && c->vm->ffname[ffid]))
-		c->vm->name_miss = 1;
+	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid]))
+		c->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
 	fr->addr = in_vm(c->vm, f) ? 0 : f;
 	return 0;
@@ -599,7 +604,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 {
 	int n = 0;
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
-	lj_why = NULL;
+	c->why = NULL;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -700,8 +705,7 @@ static int trace_obj(struct ctx *c, uint64_t g, int tn, uint64_t *T)
 		return FAIL(-LS_E_GARBAGE, "trace number out of range");
 	if (rd_ref(c, arr + (uint64_t)tn * c->ol->gcref, T) < 0 || !*T)
 		return FAIL(-LS_E_GARBAGE, "empty trace slot");
-	uint8_t gct;
-	if (mem_read_u8(c->m, *T + c->ol->gct, &gct) < 0 || gct != 9)
+	if (!lj_is_gct(c->ol, c->m, *T, LJ_GCT_TRACE))
 		return FAIL(-LS_E_GARBAGE, "not a trace");
 	return 0;
 }
@@ -740,7 +744,7 @@ static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uin
 	return FAIL(-LS_E_GARBAGE, "no trace holds the pc");
 }
 
-/* PC of the snapshot covering ADDR in trace T (luajit.md 10.5), or 0. */
+/* PC of the snapshot covering ADDR in trace T (docs/luajit.md §10.5), or 0. */
 static uint64_t trace_pc(struct ctx *c, uint64_t T, uint64_t addr)
 {
 	const struct lj_objlayout *ol = c->ol;
@@ -800,12 +804,12 @@ start:;
 
 static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 {
-	struct lj_tidbuf *old = &vm->tb[0];
+	struct lj_tidbuf *old = &vm->cache.tb[0];
 	for (int i = 0; i < LJ_TID_CACHE; i++) {
-		if (vm->tb[i].tid == tid)
-			return &vm->tb[i];
-		if (vm->tb[i].age < old->age)
-			old = &vm->tb[i];
+		if (vm->cache.tb[i].tid == tid)
+			return &vm->cache.tb[i];
+		if (vm->cache.tb[i].age < old->age)
+			old = &vm->cache.tb[i];
 	}
 	if (!create)
 		return NULL;
@@ -817,16 +821,22 @@ static struct lj_tidbuf *tidbuf_get(struct vm *vm, pid_t tid, int create)
 	return old;
 }
 
+/* g->vmstate: a trace number (> 0), or ~LJ_VMST_* of lj_obj.h */
+enum lj_vmstate {
+	LJ_VMST_INTERP = -1, LJ_VMST_C = -2, LJ_VMST_GC = -3, LJ_VMST_EXIT = -4,
+	LJ_VMST_RECORD = -5, LJ_VMST_OPT = -6, LJ_VMST_ASM = -7
+};
+
 static const char *vmstate_name(int vs)
 {
 	switch (vs) {
-	case -1: return "interpreter";
-	case -2: return "C";
-	case -3: return "GC";
-	case -4: return "trace exit";
-	case -5: return "recording";
-	case -6: return "optimizing";
-	case -7: return "assembling";
+	case LJ_VMST_INTERP: return "interpreter";
+	case LJ_VMST_C: return "C";
+	case LJ_VMST_GC: return "GC";
+	case LJ_VMST_EXIT: return "trace exit";
+	case LJ_VMST_RECORD: return "recording";
+	case LJ_VMST_OPT: return "optimizing";
+	case LJ_VMST_ASM: return "assembling";
 	case 0: return "idle";
 	default: return vs > 0 ? "trace" : "unknown";
 	}
@@ -835,15 +845,15 @@ static const char *vmstate_name(int vs)
 static enum vm_state vmstate_class(int vs)
 {
 	switch (vs) {
-	case -1: return VMS_INTERP;
-	case -2: return VMS_C;
-	case -3: return VMS_GC;
+	case LJ_VMST_INTERP: return VMS_INTERP;
+	case LJ_VMST_C: return VMS_C;
+	case LJ_VMST_GC: return VMS_GC;
 	default: return vs > 0 ? VMS_TRACE : VMS_OTHER;
 	}
 }
 
 /* Is PC in JIT machine code (executable, anonymous) with GC64 refs, where
- * r14 stays DISPATCH (luajit.md 8.2)? With 32-bit refs a trace may reuse
+ * r14 stays DISPATCH (docs/luajit.md §8.2)? With 32-bit refs a trace may reuse
  * r14: not trusted there. */
 static int on_trace_gc64(const struct vm *vm, struct target *t, uint64_t pc)
 {
@@ -877,7 +887,7 @@ static int keep_thread(struct vm *vm, struct target *t, struct thread_snap *ts, 
 	memcpy(&stack, hdr + ol->L_stack, ol->gcref);
 	memcpy(&top, hdr + ol->L_top, 8);
 	stack &= 0x7fffffffffffull;
-	if (hdr[ol->gct] != 6 || !stack || top < stack || top - stack > (64u << 20))
+	if (hdr[ol->gct] != LJ_GCT_THREAD || !stack || top < stack || top - stack > (64u << 20))
 		return -1;
 	/* the slots in use and two above (a frame's function and link) */
 	uint64_t end = top + 16, lo = end - stack > LJ_PSTACK_MAX ? end - LJ_PSTACK_MAX : stack;
@@ -893,10 +903,10 @@ static int resumer_at(struct vm *vm, struct mem *m, uint64_t y, uint64_t cur_L,
 {
 	const struct lj_objlayout *ol = vm->ol;
 	uint64_t L2 = 0, lcf = 0;
-	if (lj_read_ref(vm, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L ||
+	if (lj_read_ref(vm->ol, m, y + vm->lay->cf_L, &L2) < 0 || !L2 || (L2 & 7) || L2 == cur_L ||
 	    in_list(out, n, L2))
 		return 0;
-	if (mem_read(m, L2, hdr, ol->L_stacksize + 4) < 0 || hdr[ol->gct] != 6)
+	if (lj_read_thread(ol, m, L2, hdr) < 0 || hdr[ol->gct] != LJ_GCT_THREAD)
 		return 0;
 	memcpy(&lcf, hdr + ol->L_cframe, 8);
 	if ((lcf & ~3ull) != y)
@@ -943,7 +953,7 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
 			return n; /* scanned there last time, in vain */
 		for (int d = 8, tries = 0; !found && d <= LJ_RESUME_SCAN && tries < LJ_RESUME_TRIES; d += 8) {
 			uint64_t c = 0, prev = 0;
-			if (lj_read_ref(vm, m, y + d + l->cf_L, &c) < 0 ||
+			if (lj_read_ref(vm->ol, m, y + d + l->cf_L, &c) < 0 ||
 			    mem_read_u64(m, y + d + l->cf_prev, &prev) < 0)
 				return n;
 			prev &= ~3ull;
@@ -976,7 +986,7 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 	uint8_t hdrs[LJ_PARENTS][128];
 	uint64_t main_L = 0;
 	const struct lj_snap *s = (const struct lj_snap *)ts->vm_data;
-	if (lj_read_ref(vm, ts->mem, s->g + vm->lay->g_mainthref, &main_L) < 0)
+	if (lj_read_ref(vm->ol, ts->mem, s->g + vm->lay->g_mainthref, &main_L) < 0)
 		main_L = 0;
 	/* a host that resumes from C (nginx: lua_resume from its event loop)
 	 * has no resumer above the coroutine: scan there once in a while */
@@ -991,7 +1001,7 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 			return;
 	for (int i = 0; i < tb->nrecent && n < LJ_PARENTS; i++) {
 		uint64_t L = tb->recent[i];
-		if (L == cur_L || in_list(got, n, L) || mem_read(ts->mem, L, hdrs[n], vm->ol->L_stacksize + 4) < 0)
+		if (L == cur_L || in_list(got, n, L) || lj_read_thread(vm->ol, ts->mem, L, hdrs[n]) < 0)
 			continue;
 		got[n] = L;
 		int rc = keep_thread(vm, t, ts, L, hdrs[n]);
@@ -1010,31 +1020,35 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	struct mem *m = ts->mem;
 	uint64_t g = 0;
 	struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 1);
-	tb->age = ++vm->clock;
+	tb->age = ++vm->cache.clock;
 	/* DISPATCH (r14) = g + G2DISP in VM code, and on traces with GC64 */
 	if (ts->regs.r14 > vm->lay->g2disp) {
 		uint64_t cand = ts->regs.r14 - vm->lay->g2disp;
-		for (int i = 0; i < vm->ng; i++)
-			if (vm->g[i] == cand)
+		for (int i = 0; i < vm->found.ng; i++)
+			if (vm->found.g[i] == cand)
 				g = cand;
+		/* a new one is used now and adopted by discovery */
 		if (!g && (in_vm(vm, ts->regs.rip) || on_trace_gc64(vm, t, ts->regs.rip)) &&
-		    lj_add_g(vm, &t->mem.base, cand, "DISPATCH register") >= 0)
+		    lj_state_usable(vm, &t->mem.base, cand, "DISPATCH register"))
 			g = cand;
 	}
 	if (!g && tb->g)
 		g = tb->g;
-	if (!g && vm->ng == 1)
-		g = vm->g[0];
+	/* the states known, and those met but not adopted yet */
+	uint64_t known[2 * LJ_MAX_STATES];
+	int nk = g ? 0 : lj_states_known(vm, known);
+	if (!g && nk == 1)
+		g = known[0];
 	/* several states: the one whose running thread's cframe is on this
 	 * thread's stack */
-	for (int i = 0; !g && i < vm->ng; i++) {
+	for (int i = 0; !g && i < nk; i++) {
 		uint64_t cl = 0, cf = 0;
-		if (lj_read_ref(vm, m, vm->g[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+		if (lj_read_ref(vm->ol, m, known[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
 		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
 			continue;
 		cf &= ~3ull;
 		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
-			g = vm->g[i];
+			g = known[i];
 	}
 	if (!g)
 		return 0;
@@ -1060,7 +1074,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	/* copy cur_L's stack: the walk runs after the thread resumed */
 	uint64_t L = s->cur_L;
 	uint8_t hdr[128];
-	if (!L || mem_read(m, L, hdr, vm->ol->L_stacksize + 4) < 0)
+	if (!L || lj_read_thread(vm->ol, m, L, hdr) < 0)
 		return 0;
 	copy_parents(vm, t, ts, tb, L, hdr);
 	uint64_t stack = 0;
@@ -1080,7 +1094,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		return 0;
 	tb->addr = stack;
 	tb->len = (size_t)got;
-	s->lstack = (int)(tb - vm->tb) + 1;
+	s->lstack = (int)(tb - vm->cache.tb) + 1;
 	(void)t;
 	return 0;
 }
@@ -1097,7 +1111,7 @@ static struct mem *setup_mem(struct vm *vm, struct thread_snap *ts, struct lj_ov
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
 	if (s->magic != SNAP_MAGIC || !s->lstack || s->lstack > LJ_TID_CACHE)
 		return ts->mem;
-	struct lj_tidbuf *tb = &vm->tb[s->lstack - 1];
+	struct lj_tidbuf *tb = &vm->cache.tb[s->lstack - 1];
 	if (tb->tid != ts->tid || !tb->buf || !tb->len)
 		return ts->mem;
 	mem_overlay_init(&ov->stk, ts->mem, tb->addr, tb->buf + 256, tb->len);
@@ -1112,8 +1126,8 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 		return FAIL(-LS_E_GARBAGE, "misaligned cframe");
 	if (rd_ref(c, cf + c->l->cf_L, L) < 0 || !*L)
 		return -LS_E_FAULT;
-	uint8_t gct, st;
-	if (mem_read_u8(c->m, *L + c->ol->gct, &gct) < 0 || gct != 6)
+	uint8_t st;
+	if (!lj_is_gct(c->ol, c->m, *L, LJ_GCT_THREAD))
 		return FAIL(-LS_E_GARBAGE, "SAVE_L is not a thread");
 	/* a yielded coroutine runs nowhere: this is a stale cframe (the C
 	 * stack is reused at the same addresses by the next resume) */
@@ -1127,10 +1141,7 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 	}
 	if (rd_ref(c, *L + c->ol->L_glref, g) < 0)
 		return -LS_E_FAULT;
-	for (int i = 0; i < c->vm->ng; i++)
-		if (c->vm->g[i] == *g)
-			return 0;
-	if (lj_add_g(c->vm, &c->t->mem.base, *g, "cframe anchor") >= 0)
+	if (lj_state_usable(c->vm, &c->t->mem.base, *g, "cframe anchor"))
 		return 0;
 	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
@@ -1168,14 +1179,14 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 	if (mem_read_u64(c->m, p + c->ol->L_base, &base) < 0 || !base || (base & 7) ||
 	    rd_frame(c, base - 8, &fn, &link) < 0)
 		return 0;
-	uint8_t gct, ffid;
-	if (mem_read_u8(c->m, fn + c->ol->gct, &gct) < 0 || gct != 8 ||
+	uint8_t ffid;
+	if (!lj_is_gct(c->ol, c->m, fn, LJ_GCT_FUNC) ||
 	    mem_read_u8(c->m, fn + c->ol->fn_ffid, &ffid) < 0 || ffid == 0)
 		return 0;
-	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+	if (mem_read_u64(c->m, base, &tv) == 0 && lj_gcptr(c->vm->ol, tv) == child)
 		return 1;
 	/* GCfuncC upvalue[0]: after f (8 bytes) */
-	if (mem_read_u64(c->m, fn + c->ol->fn_f + 8, &tv) == 0 && lj_gcptr(c->vm, tv) == child)
+	if (mem_read_u64(c->m, fn + c->ol->fn_f + 8, &tv) == 0 && lj_gcptr(c->vm->ol, tv) == child)
 		return 1;
 	return 0;
 }
@@ -1192,7 +1203,7 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 		return 0; /* not running Lua */
 	uint64_t L = s->cur_L;
 	uint8_t hdr[128];
-	if (mem_read(c->m, L, hdr, c->ol->L_stacksize + 4) < 0)
+	if (lj_read_thread(c->ol, c->m, L, hdr) < 0)
 		return -LS_E_FAULT;
 	uint64_t stack = 0, base = 0;
 	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
@@ -1236,410 +1247,439 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	return FAIL(-LS_E_GARBAGE, "no consistent top frame (Lua only)");
 }
 
-static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct stack *out,
+/* One walk of one thread: what it reads through and what it builds.
+ * Lives on the caller's stack (nothing static): walks are reentrant. */
+struct wctx {
+	struct ctx c;                /* reader over the copies made at capture */
+	struct thread_snap *ts;
+	const struct lj_snap *s;
+	int have;                    /* S's global_State fields were read */
+	struct native_stack *ns;     /* = &ts->native, rewritten past restarts */
+	struct native_stack *tmp;    /* restart unwinds (allocated on first use) */
+	struct lua_walk *lw;         /* the segments produced */
+	struct walk_info *info;
+	struct frame *fb;            /* scratch frames of one segment (MAX_LFRAMES) */
+	int nf;                      /* Lua frames produced so far */
+	int nsegs;                   /* segments produced so far */
+	/* where the VM frames start, and the trace the thread was stopped on */
+	int first_vm;                /* native index of the first VM frame, -1 none */
+	int nocfi;                   /* native index of the first pc outside any module, -1 */
+	int synth;                   /* the native stack was restarted at cur_L's cframe */
+	int trace_n;                 /* trace number running, 0 none */
+	uint64_t trace_T, trace_addr;
+	/* the thread being walked, the threads met */
+	struct segwalk sw;
+	uint64_t seenL[MAX_SEGS];
+	int nseen;
+	uint64_t met[LJ_RECENT];     /* innermost first, for copy_parents() */
+	int nmet;
+	int innermost;               /* no Lua frame emitted yet */
+	uint64_t chain_next;         /* PREV of the last cframe walked */
+};
+
+/* Unwind again from cframe CF (rip at the VM start, where the VM's CFI
+ * rule holds) and put its frames from SKIP on at native index AT on.
+ * Returns the frames unwound (0: none, the native stack is unchanged)
+ * or -LS_E_NOMEM. */
+static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
+{
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	struct user_regs_struct r = w->ts->regs;
+	r.rip = w->c.vm->vm_start;
+	r.rsp = cf;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	int k = at;
+	for (int j = skip; j < n2 && k < UNWIND_MAX_FRAMES; j++)
+		w->ns->f[k++] = w->tmp->f[j];
+	w->ns->n = k;
+	w->ns->truncated = w->tmp->truncated;
+	return n2;
+}
+
+/* Find the first VM frame, and a thread on a JIT trace: the native walk
+ * stops (or goes astray) at the mcode, which has no CFI; restart from
+ * cur_L's cframe and find the trace that holds the pc (docs/luajit.md
+ * §10.5). Returns 0 or -LS_E_NOMEM. */
+static int restart_after_trace(struct wctx *w)
+{
+	struct ctx *c = &w->c;
+	const struct lj_snap *s = w->s;
+	struct native_stack *ns = w->ns;
+	w->first_vm = w->nocfi = -1;
+	for (int i = 0; i < ns->n; i++) {
+		if (in_vm(c->vm, ns->f[i].pc)) {
+			w->first_vm = i;
+			break;
+		}
+		if (w->nocfi < 0 && !symtab_module_at(c->t->sym, ns->f[i].pc - (i ? 1 : 0), NULL, NULL))
+			w->nocfi = i;
+	}
+	uint64_t cf = 0, L2, g2;
+	if (w->nocfi < 0 || !w->have || !s->cur_L ||
+	    mem_read_u64(c->m, s->cur_L + c->ol->L_cframe, &cf) < 0)
+		return 0;
+	cf &= ~3ull;
+	if (cframe_L(c, cf, &L2, &g2) < 0 || L2 != s->cur_L)
+		return 0;
+	int nocfi = w->nocfi;
+	uint64_t sp = ns->f[nocfi].sp;
+	w->trace_addr = ns->f[nocfi].pc;
+	int n2 = restart_unwind(w, cf, nocfi, 0);
+	if (n2 < 0)
+		return n2;
+	if (n2 > 0) {
+		ns->f[nocfi].flags &= ~NF_LEAF;
+		w->first_vm = nocfi;
+		w->synth = 1;
+	}
+	msg_debug(3, "luajit: on trace: native frame %d pc 0x%llx sp 0x%llx, cframe 0x%llx (cframe - sp = %lld)",
+		  nocfi, (unsigned long long)w->trace_addr, (unsigned long long)sp,
+		  (unsigned long long)cf, (long long)(cf - sp));
+	if (trace_find(c, s->g, s->vmstate, w->trace_addr, &w->trace_T, &w->trace_n) < 0) {
+		w->trace_n = 0;
+		w->trace_T = 0;
+	} else if (msg_verbose >= 3) {
+		uint16_t spadj = 0;
+		mem_read_u16(c->m, w->trace_T + c->ol->tr_spadjust, &spadj);
+		msg_debug(3, "luajit: trace %d spadjust %u", w->trace_n, spadj);
+	}
+	return 0;
+}
+
+/* -v -v -v: what native frame I and the memory at CF looked like when
+ * no cframe was found there. */
+static void debug_no_cframe(struct wctx *w, int i, uint64_t cf, uint64_t L)
+{
+	struct ctx *c = &w->c;
+	const struct lj_snap *s = w->s;
+	const struct native_stack *ns = w->ns;
+	msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d, cur_L 0x%llx, segment L 0x%llx bottom %d, resumes %d",
+		  w->have ? s->vmstate : 99, ns->n, w->first_vm, w->nocfi, w->synth, w->trace_n,
+		  (unsigned long long)(w->have ? s->cur_L : 0), (unsigned long long)w->sw.L, w->sw.bottom,
+		  (L && w->sw.L) ? resumes(c, L, w->sw.L) : -1);
+	if (msg_verbose < 3)
+		return;
+	for (int j = 0; j < ns->n && j < 8; j++)
+		msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
+			  (unsigned long long)ns->f[j].pc, (unsigned long long)ns->f[j].sp,
+			  in_vm(c->vm, ns->f[j].pc) ? " VM" : "", ns->f[j].flags);
+	uint64_t q[12] = { 0 };
+	mem_read(c->m, cf, q, sizeof q);
+	uint8_t g1 = 0xee, g2 = 0xee;
+	mem_read_u8(c->m, q[2] + c->ol->gct, &g1);
+	mem_read_u8(&c->t->mem.base, q[2] + c->ol->gct, &g2);
+	msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
+		  (unsigned long long)(w->have ? s->cur_L : 0));
+	msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
+		  (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2],
+		  (unsigned long long)q[3], (unsigned long long)q[4], (unsigned long long)q[5],
+		  (unsigned long long)q[6], (unsigned long long)q[7], (unsigned long long)q[8],
+		  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
+}
+
+/* The cframe of VM native frame I: its rsp, or, where the VM's one CFI
+ * rule (CFA = rsp+80) is off, one found nearby; then the native stack is
+ * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, or
+ * -LS_E_* when there is none. */
+static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_t *g)
+{
+	struct ctx *c = &w->c;
+	*cf = w->ns->f[i].sp;
+	*L = *g = 0;
+	if (cframe_L(c, *cf, L, g) == 0)
+		return 0;
+	/* The VM calls a few internal subroutines (vm_mod, vm_floor...) with
+	 * `call`: stopped there, rsp is the cframe minus one or two return
+	 * addresses. In the trace exit handler (registers pushed below the
+	 * cframe) the innermost cframe is cur_L's. */
+	uint64_t ccf = 0;
+	if (w->innermost && w->have && w->s->cur_L &&
+	    mem_read_u64(c->m, w->s->cur_L + c->ol->L_cframe, &ccf) == 0)
+		ccf &= ~3ull;
+	/* ... and a parent thread that resumed a coroutine from a trace has
+	 * its cframe further up: accept an address whose SAVE_L is a thread
+	 * that names it as its cframe */
+	for (int d = 8; d <= 32 + 1024; d += 8) {
+		uint64_t try = d <= 24 ? *cf + d : d == 32 ? ccf : *cf + d - 32;
+		if (d == 32 && (!ccf || ccf <= *cf || ccf - *cf > 8192))
+			continue;
+		if (d > 32) {
+			uint64_t l2 = 0, lcf2 = 0;
+			if (!w->sw.L || rd_ref(c, try + c->l->cf_L, &l2) < 0 || !l2 ||
+			    !lj_is_gct(c->ol, c->m, l2, LJ_GCT_THREAD) ||
+			    mem_read_u64(c->m, l2 + c->ol->L_cframe, &lcf2) < 0 || (lcf2 & ~3ull) != try)
+				continue;
+		}
+		if (cframe_L(c, try, L, g) < 0)
+			continue;
+		msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i, (long long)(try - *cf));
+		*cf = try;
+		int rc = restart_unwind(w, try, i + 1, 1);
+		if (rc < 0)
+			return rc;
+		w->ns->f[i].sp = try;
+		break;
+	}
+	int rc = cframe_L(c, *cf, L, g);
+	if (rc == 0)
+		return 0;
+	debug_no_cframe(w, i, *cf, *L);
+	msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
+		  i, (unsigned long long)w->ns->f[i].pc, (unsigned long long)*cf, c->why ? c->why : "?");
+	return FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
+}
+
+/* Candidate (BASE, PC, check) triples for the top frame of thread L,
+ * best first; returns how many (at most MAX). */
+struct topcand {
+	uint64_t base, pc;
+	int mode;                    /* base_ok()'s NEED_LUA */
+};
+
+static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t base,
+			  struct topcand *cand, int max, int *glue)
+{
+	struct ctx *c = &w->c;
+	const struct lj_snap *s = w->s;
+	int nc = 0;
+#define CAND(b_, p_, m_) do { if (nc < max) cand[nc++] = (struct topcand){ (b_), (p_), (m_) }; } while (0)
+	uint64_t savepc = 0;
+	rd_ref(c, cf + c->l->cf_pc, &savepc);
+	if (savepc == L)
+		savepc = 0;
+	int cur = w->have && L == s->cur_L;
+	uint64_t mask = c->fr2 ? ~0ull : 0xffffffffull;
+	uint64_t rdx = w->ts->regs.rdx & mask, rbx = w->ts->regs.rbx & mask;
+	*glue = 0;
+	if (w->innermost && cur && (w->trace_n || w->synth)) {
+		/* on a trace: BASE is rdx while in mcode (it moves when the
+		 * trace returns below its start), else the BASE the trace was
+		 * entered with */
+		uint64_t tpc = w->trace_n ? trace_pc(c, w->trace_T, w->trace_addr) : 0;
+		if (w->nocfi == 0) {
+			CAND(rdx, tpc, 1);
+			CAND(rdx, 0, 3);
+		}
+		if (s->jit_base) {
+			CAND(s->jit_base, tpc, 1);
+			CAND(s->jit_base, 0, 3);
+		}
+		/* a continuation frame (trace stitching) pushed above that
+		 * BASE: its function is two slots up */
+		if (w->nocfi == 0)
+			CAND(rdx + 16, 0, 3);
+		if (s->jit_base)
+			CAND(s->jit_base + 16, 0, 3);
+	} else if (w->innermost && i == 0) {
+		/* stopped in VM code: BASE = rdx, PC = rbx; a Lua function or
+		 * an ASM fast function runs there; at a call/return BASE is
+		 * set before PC */
+		CAND(rdx, rbx, 2);
+		CAND(rdx, 0, 3);
+		*glue = 1;
+	} else {
+		const struct native_frame *nf = &w->ns->f[i];
+		uint64_t vrbx = (nf->regs_valid & (1u << UREG_RBX)) ? nf->regs[UREG_RBX] & mask : 0;
+		CAND(base, vrbx, 1);
+		CAND(base, savepc, 1);
+		if (w->innermost && cur && s->vmstate == LJ_VMST_INTERP) {
+			CAND(rdx, vrbx, 1);
+			CAND(rdx, savepc, 1);
+		}
+		CAND(base, 0, 0);
+		CAND(base, 0, 3);
+	}
+#undef CAND
+	return nc;
+}
+
+/* Pick the top frame of thread L (new in this walk) at VM native frame
+ * I: the first candidate whose frames walk cleanly down to the cframe
+ * wins and starts W->sw. 1 when found, 0 for VM entry/exit glue (no Lua
+ * frame of this cframe yet), or -LS_E_*. */
+static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t stack,
+			  uint64_t base, uint64_t floor)
+{
+	struct ctx *c = &w->c;
+	struct topcand cand[12];
+	int glue;
+	int nc = top_candidates(w, i, cf, L, base, cand, 12, &glue);
+	for (int k = 0; k < nc; k++) {
+		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+			continue;
+		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		int steps = c->steps;
+		if (walk_seg(c, &t2, w->fb, MAX_LFRAMES - w->nf, floor) < 0) {
+			c->steps = steps;
+			continue;
+		}
+		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
+		return 1;
+	}
+	if (glue)
+		return 0;
+	const struct lj_snap *s = w->s;
+	msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d rip %s",
+		  i, w->innermost, w->have && L == s->cur_L, (unsigned)w->trace_n, w->synth,
+		  (int)(w->have ? s->vmstate : 99), nc, in_vm(c->vm, w->ts->regs.rip) ? "vm" : "other");
+	return FAIL(-LS_E_GARBAGE, "no consistent top frame");
+}
+
+/* Append a segment for native frame I holding FB[0..N). */
+static int append_segment(struct wctx *w, int i, const struct frame *fb, int n)
+{
+	int rc = lua_walk_segment(w->lw, i, 1);
+	for (int j = 0; j < n && rc == 0; j++)
+		rc = lua_walk_push(w->lw, &fb[j]);
+	w->nsegs++;
+	w->nf += n;
+	return rc;
+}
+
+/* The Lua frames of VM native frame I: its cframe, the thread it runs,
+ * that thread's top frame when it is new in this walk, then its frames
+ * down to the frame that consumed the cframe, as one segment. 0 or
+ * -LS_E_* (the walk stops). */
+static int walk_vm_frame(struct wctx *w, int i)
+{
+	struct ctx *c = &w->c;
+	uint64_t cf, L, g;
+	int rc = find_cframe(w, i, &cf, &L, &g);
+	if (rc < 0)
+		return rc;
+	if (w->have && w->nmet < LJ_RECENT && !in_list(w->met, w->nmet, L))
+		w->met[w->nmet++] = L;
+	int32_t nres = 0;
+	mem_read_u32(c->m, cf + c->l->cf_nres, (uint32_t *)&nres);
+	uint8_t hdr[128];
+	if (lj_read_thread(c->ol, c->m, L, hdr) < 0)
+		return -LS_E_FAULT;
+	uint64_t stack = 0, base = 0, lcf = 0;
+	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
+	memcpy(&base, hdr + c->ol->L_base, 8);
+	memcpy(&lcf, hdr + c->ol->L_cframe, 8);
+	/* the cframe this VM frame should be: L->cframe for L's innermost,
+	 * else PREV of the previous one. A VM frame deeper than that is a VM
+	 * entry or exit in progress: it has no Lua frames yet/any more. */
+	uint64_t expect = L != w->sw.L ? (lcf & ~3ull) : w->chain_next;
+	if (expect && cf < expect)
+		return append_segment(w, i, NULL, 0);
+	w->chain_next = 0;
+	if (mem_read_u64(c->m, cf + c->l->cf_prev, &w->chain_next) == 0)
+		w->chain_next &= ~3ull;
+	uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
+	if (L != w->sw.L) {
+		if (in_list(w->seenL, w->nseen, L))
+			return FAIL(-LS_E_GARBAGE, "thread met twice");
+		w->sw = (struct segwalk){ .L = L, .stack = stack };
+		rc = pick_top_frame(w, i, cf, L, stack, base, floor);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			/* VM entry/exit glue: L's frames start at the next VM frame */
+			memset(&w->sw, 0, sizeof w->sw);
+			return append_segment(w, i, NULL, 0);
+		}
+		w->seenL[w->nseen++] = L;
+	} else {
+		/* continuing L below the previous cframe's segment */
+		uint64_t savepc = 0;
+		rd_ref(c, cf + c->l->cf_pc, &savepc);
+		w->sw.pc = savepc == L ? 0 : savepc;
+	}
+	int n = walk_seg(c, &w->sw, w->fb, MAX_LFRAMES - w->nf, floor);
+	if (n < 0)
+		return n;
+	if (w->innermost && n > 0 && w->trace_n) {
+		w->fb[0].trace = w->trace_n;
+		w->info->trace = w->trace_n;
+	}
+	if ((rc = append_segment(w, i, w->fb, n)) < 0)
+		return rc;
+	if (w->innermost) {
+		struct lj_tidbuf *tb = tidbuf_get(c->vm, w->ts->tid, 0);
+		if (tb)
+			tb->g = g;
+	}
+	w->innermost = 0;
+	return 0;
+}
+
+/* Remember in the tid's cache the threads this walk met first, then the
+ * older ones it did not meet (a failed walk forgets nothing), for the
+ * next capture's copy_parents(). */
+static void remember_threads(struct wctx *w)
+{
+	struct lj_tidbuf *tb = tidbuf_get(w->c.vm, w->ts->tid, 0);
+	if (!w->have || !tb)
+		return;
+	for (int i = 0; i < tb->nrecent && w->nmet < LJ_RECENT; i++)
+		if (!in_list(w->met, w->nmet, tb->recent[i]))
+			w->met[w->nmet++] = tb->recent[i];
+	memcpy(tb->recent, w->met, (size_t)w->nmet * sizeof *w->met);
+	tb->nrecent = w->nmet;
+}
+
+/* vm_ops.walk (vm.h). The native stack anchors the segments; without it
+ * (--lua-only, --nonblocking) cur_L is walked alone. */
+static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		   struct walk_info *info)
 {
 	struct lj_overlays ov;
-	struct ctx c = { vm, t, vm->lay, vm->ol, setup_mem(vm, ts, &ov),
-			 !!(vm->lay->flags & LJL_GC64), 0 };
-	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
-	int have = s->magic == SNAP_MAGIC && s->have;
+	struct wctx w = { .c = ctx_make(vm, t, setup_mem(vm, ts, &ov)), .ts = ts,
+			  .s = (const struct lj_snap *)ts->vm_data, .ns = &ts->native, .lw = lw,
+			  .info = info, .innermost = 1 };
+	struct ctx *c = &w.c;
+	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
 	memset(info, 0, sizeof *info);
-	static struct native_stack ns;
-	ns = ts->native;
-	int rc = 0;
-
-	/* A thread on a JIT trace: the native walk stops (or goes astray) at
-	 * the mcode; restart from cur_L's cframe (luajit.md 10.5). */
-	int first_vm = -1, nocfi = -1;
-	for (int i = 0; i < ns.n; i++) {
-		if (in_vm(vm, ns.f[i].pc)) {
-			first_vm = i;
-			break;
-		}
-		if (nocfi < 0 && !symtab_module_at(t->sym, ns.f[i].pc - (i ? 1 : 0), NULL, NULL))
-			nocfi = i;
-	}
-	int trace_n = 0, synth = 0;
-	uint64_t trace_T = 0, trace_addr = 0;
-	if (nocfi >= 0 && have && s->cur_L) {
-		uint64_t cf = 0;
-		if (mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &cf) == 0) {
-			cf &= ~3ull;
-			uint64_t L2, g2;
-			if (cframe_L(&c, cf, &L2, &g2) == 0 && L2 == s->cur_L) {
-				struct user_regs_struct r = ts->regs;
-				r.rip = vm->vm_start;
-				r.rsp = cf;
-				static struct native_stack tmp;
-				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
-				if (n2 > 0) {
-					int k = nocfi;
-					for (int j = 0; j < n2 && k < UNWIND_MAX_FRAMES; j++)
-						ns.f[k++] = tmp.f[j];
-					ns.n = k;
-					ns.f[nocfi].flags &= ~NF_LEAF;
-					ns.truncated = tmp.truncated;
-					first_vm = nocfi;
-					synth = 1;
-				}
-				trace_addr = ts->native.f[nocfi].pc;
-				msg_debug(3, "luajit: on trace: native frame %d pc 0x%llx sp 0x%llx, cframe 0x%llx (cframe - sp = %lld)",
-					  nocfi, (unsigned long long)trace_addr,
-					  (unsigned long long)ts->native.f[nocfi].sp, (unsigned long long)cf,
-					  (long long)(cf - ts->native.f[nocfi].sp));
-				if (trace_find(&c, s->g, s->vmstate, trace_addr, &trace_T, &trace_n) < 0) {
-					trace_n = 0;
-					trace_T = 0;
-				} else if (msg_verbose >= 3) {
-					uint16_t spadj = 0;
-					mem_read_u16(c.m, trace_T + c.ol->tr_spadjust, &spadj);
-					msg_debug(3, "luajit: trace %d spadjust %u", trace_n, spadj);
-				}
-			}
-		}
-	}
-
-	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
-	struct lua_segment_old segs[MAX_SEGS];
-	int nsegs = 0, nf = 0;
-	if (!fb)
-		return -LS_E_NOMEM;
-	struct segwalk sw = { 0 };
-	uint64_t seenL[MAX_SEGS];
-	int nseen = 0;
-	uint64_t met[LJ_RECENT]; /* threads met, innermost first, for copy_parents() */
-	int nmet = 0;
-	int innermost = 1;
-	uint64_t chain_next = 0;
-	if (ts->native.n == 0) {
+	w.fb = calloc(MAX_LFRAMES, sizeof *w.fb);
+	int rc = w.fb ? restart_after_trace(&w) : -LS_E_NOMEM;
+	if (rc == 0 && ts->native.n == 0) {
 		/* --lua-only / --nonblocking: no native frames to anchor the
-		 * segments; walk cur_L alone, top to bottom */
-		rc = lua_only_walk(&c, ts, s, have, fb, &nf);
-		if (nf > 0) {
-			segs[0].native_index = 0;
-			segs[0].replace = 1;
-			segs[0].f = fb;
-			segs[0].n = nf;
-			nsegs = 1;
-		}
-		goto out;
-	}
-	for (int i = first_vm; i >= 0 && i < ns.n && nsegs < MAX_SEGS; i++) {
-		if (!in_vm(vm, ns.f[i].pc))
-			continue;
-		uint64_t cf = ns.f[i].sp, L, g;
-		/* The VM calls a few internal subroutines (vm_mod, vm_floor...)
-		 * with `call`: stopped there, rsp is the cframe minus one or two
-		 * return addresses and the VM's CFI (CFA = rsp+80) is off by as
-		 * much. Find the cframe and unwind again from it. */
-		if (cframe_L(&c, cf, &L, &g) < 0) {
-			/* ... and in the trace exit handler (registers pushed below
-			 * the cframe) the innermost cframe is cur_L's */
-			uint64_t ccf = 0;
-			if (innermost && have && s->cur_L &&
-			    mem_read_u64(c.m, s->cur_L + c.ol->L_cframe, &ccf) == 0)
-				ccf &= ~3ull;
-			/* ... and a parent thread that resumed a coroutine from a
-			 * trace has its cframe further up: accept an address
-			 * whose SAVE_L is a thread that names it as its cframe */
-			for (int d = 8; d <= 32 + 1024; d += 8) {
-				uint64_t try = d <= 24 ? cf + d : d == 32 ? ccf : cf + d - 32;
-				if (d == 32 && (!ccf || ccf <= cf || ccf - cf > 8192))
-					continue;
-				if (d > 32) {
-					uint64_t l2 = 0, lcf2 = 0;
-					uint8_t gct2 = 0;
-					if (!sw.L || rd_ref(&c, try + c.l->cf_L, &l2) < 0 || !l2 ||
-					    mem_read_u8(c.m, l2 + c.ol->gct, &gct2) < 0 || gct2 != 6 ||
-					    mem_read_u64(c.m, l2 + c.ol->L_cframe, &lcf2) < 0 ||
-					    (lcf2 & ~3ull) != try)
-						continue;
-				}
-				if (cframe_L(&c, try, &L, &g) < 0)
-					continue;
-				msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i,
-					  (long long)(try - cf));
-				cf = try;
-				struct user_regs_struct r = ts->regs;
-				r.rip = vm->vm_start;
-				r.rsp = cf;
-				static struct native_stack tmp;
-				int n2 = unwind_stack(t->unw, ts->tid, &r, ts->mem, NULL, NULL, &tmp);
-				if (n2 > 0) {
-					int k = i + 1;
-					for (int j = 1; j < n2 && k < UNWIND_MAX_FRAMES; j++)
-						ns.f[k++] = tmp.f[j];
-					ns.n = k;
-					ns.truncated = tmp.truncated;
-				}
-				ns.f[i].sp = cf;
-				break;
-			}
-		}
-		if (cframe_L(&c, cf, &L, &g) < 0) {
-			msg_debug(3, "luajit: vmstate %d, native frames %d, first VM %d, nocfi %d, synth %d, trace %d, cur_L 0x%llx, segment L 0x%llx bottom %d, resumes %d",
-				  have ? s->vmstate : 99, ns.n, first_vm, nocfi, synth, trace_n,
-				  (unsigned long long)(have ? s->cur_L : 0), (unsigned long long)sw.L, sw.bottom,
-				  (L && sw.L) ? resumes(&c, L, sw.L) : -1);
-			for (int j = 0; j < ns.n && j < 8 && msg_verbose >= 3; j++)
-				msg_debug(3, "luajit:   #%d pc 0x%llx sp 0x%llx%s flags %u", j,
-					  (unsigned long long)ns.f[j].pc, (unsigned long long)ns.f[j].sp,
-					  in_vm(vm, ns.f[j].pc) ? " VM" : "", ns.f[j].flags);
-			if (msg_verbose >= 3) {
-				uint64_t q[12] = { 0 };
-				mem_read(c.m, cf, q, sizeof q);
-				uint8_t g1 = 0xee, g2 = 0xee;
-				mem_read_u8(c.m, q[2] + 9, &g1);
-				mem_read_u8(&t->mem.base, q[2] + 9, &g2);
-				msg_debug(3, "luajit:   SAVE_L gct overlay %u live %u, cur_L 0x%llx", g1, g2,
-					  (unsigned long long)(have ? s->cur_L : 0));
-				msg_debug(3, "luajit:   [rsp] %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx %llx",
-					  (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2],
-					  (unsigned long long)q[3], (unsigned long long)q[4], (unsigned long long)q[5],
-					  (unsigned long long)q[6], (unsigned long long)q[7], (unsigned long long)q[8],
-					  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
-			}
-			msg_debug(2, "luajit: native frame %d (pc 0x%llx) in the VM: rsp 0x%llx is no cframe (%s)",
-				  i, (unsigned long long)ns.f[i].pc, (unsigned long long)cf, lj_why ? lj_why : "?");
-			rc = FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
-			break;
-		}
-		if (have && nmet < LJ_RECENT && !in_list(met, nmet, L))
-			met[nmet++] = L;
-		int32_t nres = 0;
-		mem_read_u32(c.m, cf + c.l->cf_nres, (uint32_t *)&nres);
-		uint8_t hdr[128];
-		if (mem_read(c.m, L, hdr, c.ol->L_stacksize + 4) < 0) {
-			rc = -LS_E_FAULT;
-			break;
-		}
-		uint64_t stack = 0, base = 0, lcf = 0;
-		memcpy(&stack, hdr + c.ol->L_stack, c.ol->gcref);
-		memcpy(&base, hdr + c.ol->L_base, 8);
-		memcpy(&lcf, hdr + c.ol->L_cframe, 8);
-		/* the cframe this VM frame should be: L->cframe for L's innermost,
-		 * else PREV of the previous one. A VM frame deeper than that is a
-		 * VM entry or exit in progress: it has no Lua frames yet/any more. */
-		uint64_t expect = L != sw.L ? (lcf & ~3ull) : chain_next;
-		if (expect && cf < expect) {
-			segs[nsegs].native_index = i;
-			segs[nsegs].replace = 1;
-			segs[nsegs].f = fb + nf;
-			segs[nsegs].n = 0;
-			nsegs++;
-			continue;
-		}
-		chain_next = 0;
-		if (mem_read_u64(c.m, cf + c.l->cf_prev, &chain_next) == 0)
-			chain_next &= ~3ull;
-		uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
-		if (L != sw.L) {
-			for (int k = 0; k < nseen; k++)
-				if (seenL[k] == L) {
-					rc = FAIL(-LS_E_GARBAGE, "thread met twice");
-					goto out;
-				}
-			memset(&sw, 0, sizeof sw);
-			sw.L = L;
-			sw.stack = stack;
-			/* top frame of L: candidate (BASE, PC, check) triples, the
-			 * first whose frames walk cleanly down to the cframe wins */
-			uint64_t savepc = 0;
-			rd_ref(&c, cf + c.l->cf_pc, &savepc);
-			if (savepc == L)
-				savepc = 0;
-			struct { uint64_t base, pc; int mode; } cand[12];
-			int nc = 0;
-#define CAND(b_, p_, m_) do { if (nc < 12) { cand[nc].base = (b_); cand[nc].pc = (p_); cand[nc].mode = (m_); nc++; } } while (0)
-			int cur = have && L == s->cur_L;
-			uint64_t mask = c.fr2 ? ~0ull : 0xffffffffull;
-			uint64_t rdx = ts->regs.rdx & mask, rbx = ts->regs.rbx & mask;
-			int glue = 0;
-			if (innermost && cur && (trace_n || synth)) {
-				/* on a trace: BASE is rdx while in mcode (it moves
-				 * when the trace returns below its start), else the
-				 * BASE the trace was entered with */
-				uint64_t tpc = trace_n ? trace_pc(&c, trace_T, trace_addr) : 0;
-				if (nocfi == 0) {
-					CAND(rdx, tpc, 1);
-					CAND(rdx, 0, 3);
-				}
-				if (s->jit_base) {
-					CAND(s->jit_base, tpc, 1);
-					CAND(s->jit_base, 0, 3);
-				}
-				/* a continuation frame (trace stitching) pushed
-				 * above that BASE: its function is two slots up */
-				if (nocfi == 0)
-					CAND(rdx + 16, 0, 3);
-				if (s->jit_base)
-					CAND(s->jit_base + 16, 0, 3);
-			} else if (innermost && i == 0) {
-				/* stopped in VM code: BASE = rdx, PC = rbx; a Lua
-				 * function or an ASM fast function runs there; at a
-				 * call/return BASE is set before PC */
-				CAND(rdx, rbx, 2);
-				CAND(rdx, 0, 3);
-				glue = 1;
-			} else {
-				uint64_t vrbx = (ns.f[i].regs_valid & (1u << UREG_RBX)) ? ns.f[i].regs[UREG_RBX] & mask : 0;
-				CAND(base, vrbx, 1);
-				CAND(base, savepc, 1);
-				if (innermost && cur && s->vmstate == -1) {
-					CAND(rdx, vrbx, 1);
-					CAND(rdx, savepc, 1);
-				}
-				CAND(base, 0, 0);
-				CAND(base, 0, 3);
-			}
-#undef CAND
-			int found = 0;
-			for (int k = 0; k < nc && !found; k++) {
-				if (!base_ok(&c, stack, cand[k].base, cand[k].pc, cand[k].mode))
-					continue;
-				struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
-				int steps = c.steps;
-				if (walk_seg(&c, &t2, fb + nf, MAX_LFRAMES - nf, floor) < 0) {
-					c.steps = steps;
-					continue;
-				}
-				memset(&sw, 0, sizeof sw);
-				sw.L = L;
-				sw.stack = stack;
-				sw.f = cand[k].base - 8;
-				sw.pc = cand[k].pc;
-				found = 1;
-			}
-			if (!found && glue) {
-				/* VM entry/exit glue: no Lua frame of this cframe
-				 * yet; L's frames start at the next VM frame */
-				segs[nsegs].native_index = i;
-				segs[nsegs].replace = 1;
-				segs[nsegs].f = fb + nf;
-				segs[nsegs].n = 0;
-				nsegs++;
-				memset(&sw, 0, sizeof sw);
-				continue;
-			}
-			if (!found) {
-				msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d rip %s",
-					  i, innermost, cur, (unsigned)trace_n, (int)synth, (int)(have ? s->vmstate : 99), nc,
-					  in_vm(vm, ts->regs.rip) ? "vm" : "other");
-				rc = FAIL(-LS_E_GARBAGE, "no consistent top frame");
-				break;
-			}
-			seenL[nseen++] = L;
-		} else {
-			/* continuing L below the previous cframe's segment */
-			uint64_t savepc = 0;
-			rd_ref(&c, cf + c.l->cf_pc, &savepc);
-			sw.pc = savepc == L ? 0 : savepc;
-		}
-		int n = walk_seg(&c, &sw, fb + nf, MAX_LFRAMES - nf, floor);
-		if (n < 0) {
-			rc = n;
-			break;
-		}
-		if (innermost && n > 0 && trace_n) {
-			fb[nf].trace = trace_n;
-			info->trace = trace_n;
-		}
-		segs[nsegs].native_index = i;
-		segs[nsegs].replace = 1;
-		segs[nsegs].f = fb + nf;
-		segs[nsegs].n = n;
-		nsegs++;
-		nf += n;
-		if (innermost) {
-			struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
-			if (tb)
-				tb->g = g;
-		}
-		innermost = 0;
-	}
-out:
-	if (have) {
-		struct lj_tidbuf *tb = tidbuf_get(vm, ts->tid, 0);
-		if (tb) {
-			/* this walk's threads first, then the older ones it did
-			 * not meet (a failed walk forgets nothing) */
-			for (int i = 0; i < tb->nrecent && nmet < LJ_RECENT; i++)
-				if (!in_list(met, nmet, tb->recent[i]))
-					met[nmet++] = tb->recent[i];
-			memcpy(tb->recent, met, (size_t)nmet * sizeof *met);
-			tb->nrecent = nmet;
+		 * segments; cur_L alone, top to bottom, as one segment */
+		int n = 0;
+		rc = lua_only_walk(c, ts, w.s, w.have, w.fb, &n);
+		if (n > 0) {
+			int rc2 = append_segment(&w, 0, w.fb, n);
+			rc = rc < 0 ? rc : rc2;
 		}
 	}
+	for (int i = w.first_vm; rc == 0 && ts->native.n > 0 && i >= 0 && i < w.ns->n &&
+	     w.nsegs < MAX_SEGS; i++)
+		if (in_vm(vm, w.ns->f[i].pc))
+			rc = walk_vm_frame(&w, i);
+	remember_threads(&w);
+	free(w.fb);
+	free(w.tmp);
+	/* what discovery should do after this walk: learn names again
+	 * (modules required after the probe), adopt the states this walk or
+	 * a capture met, or look for one when none is known */
+	if (c->name_miss)
+		info->discover |= VM_DISC_NAMES;
+	if (vm->found.ncand > 0 || (vm->found.ng == 0 && vm->found.quick && t->sym))
+		info->discover |= VM_DISC_STATES;
 	if (rc < 0)
 		msg_debug(2, "luajit: tid %d: walk stopped: %s (%s)", (int)ts->tid, err_text(rc),
-			  lj_why ? lj_why : "?");
-	if (rc < 0 && nsegs == 0) {
-		free(fb);
+			  c->why ? c->why : "?");
+	if (rc < 0 && w.nsegs == 0)
 		return rc;
-	}
-	/* fuse C functions with the native frame just inside their VM frame
-	 * when libdw names it; else replace an unnamed native frame that
-	 * starts at the C function with the Lua-side name */
-	struct lua_segment_old extra[MAX_SEGS];
-	int nextra = 0;
-	for (int k = 0; k < nsegs; k++) {
-		struct lua_segment_old *sg = &segs[k];
-		int i = sg->native_index;
-		if (sg->n == 0 || sg->f[0].kind != FRAME_C || !sg->f[0].addr || i == 0)
-			continue;
-		struct sym_info si;
-		const struct native_frame *nf2 = &ns.f[i - 1];
-		symtab_lookup(t->sym, nf2->pc, !(nf2->flags & NF_LEAF), &si);
-		if (si.func_start == sg->f[0].addr)
-			continue; /* merge_stacks fuses them */
-		/* start of the native function from its FDE */
-		uint64_t a = nf2->pc - ((nf2->flags & NF_LEAF) ? 0 : 1);
-		if (lj_fde_start(t, a) != sg->f[0].addr)
-			continue;
-		if (nextra < MAX_SEGS && sg->f[0].name[0] != '[') {
-			struct frame *cfr = &sg->f[0];
-			cfr->module = si.module;
-			extra[nextra].native_index = i - 1;
-			extra[nextra].replace = 1;
-			extra[nextra].f = cfr;
-			extra[nextra].n = 1;
-			nextra++;
-		}
-		sg->f++;
-		sg->n--;
-	}
-	for (int k = 0; k < nextra && nsegs < MAX_SEGS; k++)
-		segs[nsegs++] = extra[k];
-	int lua = 0;
-	for (int k = 0; k < nsegs; k++)
-		lua += segs[k].n;
-	/* modules required after the probe: learn their names again, rarely */
-	vm->walks++;
-	if (vm->name_miss && vm->walks - vm->relearn_at >= (vm->relearn_at ? 500u : 20u)) {
-		vm->relearn_at = vm->walks;
-		vm->name_miss = 0;
-		for (int k = 0; k < vm->ng; k++)
-			lj_learn_names(vm, &t->mem.base, vm->g[k]);
-	}
-	int mr = merge_stacks_old(t->sym, &ns, segs, nsegs, out);
-	free(fb);
-	if (mr < 0)
-		return mr;
-	info->lua_frames = lua;
-	/* g->vmstate: a trace number, or a state (GC, trace exit...) that
-	 * may also have been entered from a trace (info->trace says which) */
-	if (have && nsegs > 0) {
-		info->vmstate = intern(vmstate_name(s->vmstate));
-		info->state = vmstate_class(s->vmstate);
-	} else if (trace_n) {
+	info->lua_frames = w.nf;
+	/* g->vmstate: a trace number, or a state (GC, trace exit...) that may
+	 * also have been entered from a trace (info->trace says which) */
+	if (w.have && w.nsegs > 0) {
+		info->vmstate = intern(vmstate_name(w.s->vmstate));
+		info->state = vmstate_class(w.s->vmstate);
+	} else if (w.trace_n) {
 		info->vmstate = intern("trace");
 		info->state = VMS_TRACE;
 	}
 	if (info->trace > 0)
 		info->state = VMS_TRACE;
 	/* a walk that failed half-way is an error sample, not a short stack */
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 /* ---- coroutines ---- */
@@ -1668,16 +1708,16 @@ static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t bas
 
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max)
 {
-	struct ctx c = { vm, NULL, vm->lay, vm->ol, m, !!(vm->lay->flags & LJL_GC64), 0 };
+	struct ctx c = ctx_make(vm, NULL, m);
 	uint8_t h[128];
-	if (mem_read(m, L, h, vm->ol->L_stacksize + 4) < 0)
+	if (lj_read_thread(vm->ol, m, L, h) < 0)
 		return -LS_E_FAULT;
-	if (h[vm->ol->gct] != 6)
+	if (h[vm->ol->gct] != LJ_GCT_THREAD)
 		return -LS_E_GARBAGE;
 	uint64_t stack = 0, base = 0;
 	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
 	memcpy(&base, h + vm->ol->L_base, 8);
-	return thread_frames(&c, L, lj_gcptr(vm, stack), base, out, max);
+	return thread_frames(&c, L, lj_gcptr(vm->ol, stack), base, out, max);
 }
 
 static int lj_coroutines(struct vm *vm, struct target *t,
@@ -1685,14 +1725,14 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 				    const struct stack *st),
 			 void *arg)
 {
-	struct ctx c = { vm, t, vm->lay, vm->ol, &t->mem.base, !!(vm->lay->flags & LJL_GC64), 0 };
+	struct ctx c = ctx_make(vm, t, &t->mem.base);
 	int count = 0;
 	struct stack st = { 0 };
 	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
 	if (!fb)
 		return -LS_E_NOMEM;
-	for (int gi = 0; gi < vm->ng; gi++) {
-		uint64_t g = vm->g[gi], o, curL;
+	for (int gi = 0; gi < vm->found.ng; gi++) {
+		uint64_t g = vm->found.g[gi], o, curL;
 		if (rd_ref(&c, g + c.l->g_gc_root, &o) < 0 || rd_ref(&c, g + c.l->g_cur_L, &curL) < 0)
 			continue;
 		for (int guard = 0; o && guard < (1 << 20) && count < 4096; guard++) {
@@ -1701,10 +1741,10 @@ static int lj_coroutines(struct vm *vm, struct target *t,
 				break;
 			uint64_t next = 0;
 			memcpy(&next, h, c.ol->gcref);
-			next = lj_gcptr(vm, next);
-			if (h[c.ol->gct] == 6) {
+			next = lj_gcptr(vm->ol, next);
+			if (h[c.ol->gct] == LJ_GCT_THREAD) {
 				uint8_t lh[128];
-				if (mem_read(c.m, o, lh, c.ol->L_stacksize + 4) == 0) {
+				if (lj_read_thread(c.ol, c.m, o, lh) == 0) {
 					uint64_t stack = 0, base = 0, top = 0, cfr = 0;
 					memcpy(&stack, lh + c.ol->L_stack, c.ol->gcref);
 					memcpy(&base, lh + c.ol->L_base, 8);
@@ -1756,67 +1796,15 @@ static void lj_close(struct vm *vm)
 	if (!vm)
 		return;
 	for (int i = 0; i < LJ_TID_CACHE; i++)
-		free(vm->tb[i].buf);
+		free(vm->cache.tb[i].buf);
 	free(vm);
-}
-
-#define SCAN_FIRST_NS (200 * 1000000ull)   /* first retry; doubles up to */
-#define SCAN_MAX_NS (10 * 1000000000ull)    /* this */
-
-/* No state known yet (record/top skip the probe's heap scan) and the
- * backoff since the last scan has run out? */
-static int scan_due(const struct vm *vm, const struct target *t)
-{
-	return vm->ng == 0 && t->sym && vm_probe_quick &&
-	       (!vm->scan_ns || time_now_ns() - vm->scan_ns >= vm->scan_wait_ns);
-}
-
-/* vm_ops.discover: the heap scan, when due, with its backoff. */
-static void lj_discover_scan(struct vm *vm, struct target *t)
-{
-	if (!scan_due(vm, t))
-		return;
-	vm->scan_ns = time_now_ns();
-	vm->scan_wait_ns = !vm->scan_wait_ns ? SCAN_FIRST_NS :
-			   vm->scan_wait_ns < SCAN_MAX_NS / 2 ? vm->scan_wait_ns * 2 : SCAN_MAX_NS;
-	lj_scan_heap(vm, t);
-}
-
-/* lj_walk, then the heap scan the probe left out when no state is known
- * yet (a thread in C code with no Lua below it, --lua-only or
- * --nonblocking without registers): once, then again after 0.2 s, 0.4 s... (at
- * most 10 s apart) while none turns up (a launched program creates its
- * state later; a scan costs up to a second on a big heap). A walk
- * that holds the thread (--blocking, dump) leaves the scan to
- * lj_discover() after the release; the sample itself keeps what the walk
- * found. */
-static int lj_walk_or_scan(struct vm *vm, struct target *t, struct thread_snap *ts,
-			   struct stack *out, struct walk_info *info)
-{
-	int rc = lj_walk(vm, t, ts, out, info);
-	if (scan_due(vm, t)) {
-		if (ts->held)
-			info->discover = 1;
-		else
-			lj_discover_scan(vm, t);
-	}
-	return rc;
-}
-
-/* TRANSITIONAL: the sampler's discover() entry */
-static int lj_discover(struct vm *vm, struct target *t, unsigned what)
-{
-	(void)what;
-	int before = vm->ng;
-	lj_discover_scan(vm, t);
-	return vm->ng - before;
 }
 
 const struct vm_ops vm_luajit_ops = {
 	.family = "luajit",
 	.probe = lj_probe,
 	.capture = lj_capture,
-	.walk_merged = lj_walk_or_scan,
+	.walk = lj_walk,
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
 	.discover = lj_discover,

@@ -3,8 +3,8 @@
  * Layouts are data (vm_luajit_layout.c): one const row per variant for
  * what moves between versions (global_State, GG_State, cframe), one row
  * per reference width for what only depends on GC64 (lua_State, GCfunc,
- * GCproto, GCstr, GCtab, GCtrace). Sources: /work/shared/notes/luajit.md
- * sections 3-5 (checked against Debian 12 binaries where marked). */
+ * GCproto, GCstr, GCtab, GCtrace). Sources: docs/luajit.md
+ * §3-§5 (checked against Debian 12 binaries where marked). */
 #ifndef LUASPY_VM_LUAJIT_H
 #define LUASPY_VM_LUAJIT_H
 
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <libelf.h>
 #include "vm.h"
+#include "vm_luajit_obj.h"
 
 /* Layout row flags */
 #define LJL_GC64        0x01  /* 64-bit GC refs, two-slot frames (LJ_FR2) */
@@ -23,7 +24,7 @@
 /* What changes between versions of one reference width. */
 struct lj_layout {
 	const char *name;        /* "upstream 2.1 GC64 2021-06..2024-04 (Debian 12)" */
-	const char *source;      /* evidence: "luajit.md 3.6 [src,static,live]" */
+	const char *source;      /* evidence: "docs/luajit.md §3.6 [src,static,live]" */
 	unsigned flags;          /* LJL_* */
 	uint16_t g2disp;         /* GG_G2DISP: DISPATCH - g */
 	uint16_t sizeof_L;       /* sizeof(lua_State) = offset of g in GG_State */
@@ -49,32 +50,10 @@ struct lj_layout {
 	int8_t vmst_min;         /* lowest valid negative vmstate (-7 upstream) */
 };
 
-/* What only depends on the reference width. */
-struct lj_objlayout {
-	uint8_t gcref;           /* 8 or 4 */
-	uint8_t gct;             /* GC header: gct byte */
-	uint8_t marked;
-	/* lua_State */
-	uint8_t L_dummy_ffid, L_status, L_glref, L_base, L_top, L_maxstack, L_stack,
-		L_cframe, L_stacksize;
-	/* GCfunc */
-	uint8_t fn_ffid, fn_pc, fn_f;
-	/* GCproto */
-	uint8_t pt_size, pt_numparams, pt_framesize, pt_sizebc, pt_k, pt_uv, pt_sizekgc,
-		pt_sizept, pt_sizeuv, pt_flags, pt_chunkname, pt_firstline, pt_numline,
-		pt_lineinfo, pt_uvinfo, pt_varinfo;
-	/* GCtab, Node */
-	uint8_t tab_array, tab_node, tab_asize, tab_hmask, node_size, node_key, node_next;
-	/* GCtrace */
-	uint8_t tr_nsnap, tr_nsnap_old, tr_snap, tr_snapmap, tr_startpt, tr_startpc,
-		tr_startins, tr_szmcode, tr_mcode, tr_spadjust;
-};
-
 extern const struct lj_layout lj_layouts[];
 extern const int lj_nlayouts;
-extern const struct lj_objlayout lj_obj_gc64, lj_obj_32;
 
-/* What the VM code said (luajit.md 8.4); 0 fields = not found. */
+/* What the VM code said (docs/luajit.md §8.4); 0 fields = not found. */
 struct lj_codeinfo {
 	int gc64;                /* 1, 0, or -1 unknown */
 	uint32_t g2disp;
@@ -144,29 +123,53 @@ struct lj_tidbuf {
 	unsigned noscan_uses;        /* captures since noscan was last cleared */
 };
 
+/* What the probe and discovery found: states and library names.
+ * Owner: vm_luajit_probe.c (lj_probe, lj_discover and their helpers)
+ * writes it, never during a capture or a walk; the walker reads it and
+ * may only queue candidates (lj_state_usable). */
+struct lj_found {
+	uint64_t g[LJ_MAX_STATES];   /* global_States found */
+	int ng;
+	uint64_t bad_g[LJ_MAX_STATES]; /* candidates already refused */
+	int nbad;
+	unsigned nbad_next;          /* bad_g slot to reuse when full */
+	/* states met by captures and walks but not in g[]: requests to
+	 * discovery (lj_discover() moves the valid ones to g[], the others to
+	 * bad_g[]); captures and walks use the valid ones meanwhile */
+	struct lj_cand {
+		uint64_t g;
+		const char *how;     /* "DISPATCH register", "cframe anchor" */
+		int ok;              /* lj_check_g() passed */
+	} cand[LJ_MAX_STATES];
+	int ncand;
+	struct lj_fname names[LJ_MAX_NAMES];
+	int nnames;
+	const char *ffname[256];     /* builtin id -> name */
+	int quick;                   /* probed with VM_PROBE_QUICK: the heap scan is
+	                              * left to discovery, when no state turned up */
+	const char *how;             /* how the states were found */
+};
+
+/* What the walker caches between samples: validated protos, call-site
+ * names, per-thread stack copies. Owner: vm_luajit.c (capture and walk);
+ * the probe never touches it. */
+struct lj_cache {
+	struct lj_ptinfo pt[LJ_PT_CACHE];
+	struct lj_namecache nc[LJ_NAME_CACHE];
+	struct lj_tidbuf tb[LJ_TID_CACHE];
+	unsigned clock;              /* capture count, ages tb[] */
+};
+
+/* The VM found in a process: what it is (set by lj_probe, then
+ * constant), what was found in it, what the walker keeps. */
 struct vm {
 	const struct lj_layout *lay;
 	const struct lj_objlayout *ol;
 	uint64_t vm_start, vm_end;   /* VM code range (the big FDE) */
 	const char *vm_module;       /* interned basename */
-	uint64_t g[LJ_MAX_STATES];   /* global_States found */
-	int ng;
-	uint64_t bad_g[LJ_MAX_STATES]; /* candidates already refused */
-	int nbad;
-	struct lj_fname names[LJ_MAX_NAMES];
-	int nnames;
-	const char *ffname[256];     /* builtin id -> name */
-	struct lj_ptinfo pt[LJ_PT_CACHE];
-	struct lj_namecache nc[LJ_NAME_CACHE];
-	struct lj_tidbuf tb[LJ_TID_CACHE];
-	unsigned clock;
-	unsigned walks;              /* walks done */
-	unsigned relearn_at;         /* walk count of the last name refresh */
-	int name_miss;               /* a C function had no name: refresh later */
 	char desc[160];
-	const char *how;             /* how the states were found */
-	uint64_t scan_ns;            /* last heap scan (time_now_ns), 0 = none */
-	uint64_t scan_wait_ns;       /* until the next one while no state is known */
+	struct lj_found found;
+	struct lj_cache cache;
 };
 
 /* The thread snapshot kept in thread_snap.vm_data. */
@@ -181,22 +184,39 @@ struct lj_snap {
 };
 
 /* vm_luajit_probe.c */
-int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen);
+int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
 /* Validate G as a global_State of layout VM->lay. 0 or -LS_E_GARBAGE. */
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
-/* Add G (validated) to VM's states; returns index or -1. */
+/* Add G (validated) to VM's states; returns index or -1. Discovery
+ * only (probe, lj_discover), never a capture or a walk. */
 int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* For captures and walks: may G be used as a state? 1 when known or a
+ * valid candidate, 0 when refused. A new G is validated (lj_check_g,
+ * reads through M only) and queued in VM->found.cand for lj_discover(), found
+ * by HOW; nothing else changes. */
+int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
+/* vm_ops.discover (vm.h), after the release; sampler.c runs it with its
+ * back-off. WHAT (VM_DISC_*): STATES adopts the candidates captures and
+ * walks queued and, when still no state is known after a quick probe,
+ * scans the heap (a launched program creates its state later; a scan
+ * costs up to a second on a big heap); NAMES learns library names again
+ * (modules required after the probe). Returns the states and names
+ * found. */
+int lj_discover(struct vm *vm, struct target *t, unsigned what);
+/* The states a capture may pick from: found.g[], then the valid
+ * candidates discovery has not adopted yet. Fills OUT (room for
+ * 2 * LJ_MAX_STATES); returns the count. */
+int lj_states_known(const struct vm *vm, uint64_t *out);
+/* Discovery for the candidates queued by lj_state_usable(): the valid
+ * ones become states (lj_add_g), the others are remembered as refused.
+ * Returns the states added. */
+int lj_adopt_candidates(struct vm *vm, struct mem *m);
 /* Scan writable anonymous memory (bounded: 512 MiB) for main lua_States
- * and add the valid ones (luajit.md 8.5). Runs on a running target: the
+ * and add the valid ones (docs/luajit.md §8.5). Runs on a running target: the
  * fallback when neither symbols nor registers nor cframes named a state. */
 void lj_scan_heap(struct vm *vm, struct target *t);
 /* Learn library function names of the state G (registry _LOADED). */
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g);
-/* Function start (FDE initial location) covering target ADDR, or 0. */
-uint64_t lj_fde_start(struct target *t, uint64_t addr);
-/* The same in module ELF loaded with BIAS (file address + BIAS = target
- * address), from its .eh_frame_hdr section. */
-uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr);
 /* The VM's FDE (> 10 KiB, CFA rsp+80 or +96) of one module: a
  * symtab_each_module callback (ARG a struct lj_fde_find, zeroed by the
  * caller); returns 1 and fills it when found. Exported for
@@ -220,7 +240,7 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
  * cframe right above it, at cf + CFRAME_SIZE (coroutine.resume), or within
  * LJ_RESUME_SCAN bytes above that (C frames in between), naming the resumer
  * in SAVE_L; the resumer's L->cframe points back (lj_vm_resume in
- * vm_x64.dasc; luajit.md 10.3). The search stops at MAIN_L (the state's
+ * vm_x64.dasc; docs/luajit.md §10.3). The search stops at MAIN_L (the state's
  * main thread: nothing resumes it; 0 = unknown). HDR is CUR_L's header as
  * read (L_stacksize + 4 bytes). Reads through M; fills OUT[i] and, in
  * HDRS[i], that thread's header; at most MAX. NOSCAN (or NULL): the
@@ -245,11 +265,5 @@ int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64
 int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, uint64_t main_L,
 		      uint64_t *out, int max);
 
-/* small helpers shared by the walker */
-static inline uint64_t lj_gcptr(const struct vm *vm, uint64_t raw)
-{
-	return (vm->lay->flags & LJL_GC64) ? (raw & 0x7fffffffffffull) : (raw & 0xffffffffull);
-}
-int lj_read_ref(struct vm *vm, struct mem *m, uint64_t addr, uint64_t *out);
 
 #endif

@@ -17,7 +17,7 @@ int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64
 	int rc = 0;
 	if (g && lj_add_g(vm, m, g, "image") < 0)
 		rc = -LS_E_GARBAGE;
-	if (rc == 0 && !L && g && (lj_read_ref(vm, m, g + lay->g_cur_L, &L) < 0 || !L))
+	if (rc == 0 && !L && g && (lj_read_ref(vm->ol, m, g + lay->g_cur_L, &L) < 0 || !L))
 		L = g - lay->sizeof_L;   /* idle: the main thread */
 	if (rc == 0)
 		rc = L ? lj_thread_frames(vm, m, L, out, max) : -LS_E_GARBAGE;
@@ -36,7 +36,7 @@ int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, ui
 		vm->lay = lay;
 		vm->ol = (lay->flags & LJL_GC64) ? &lj_obj_gc64 : &lj_obj_32;
 		uint64_t noscan = 0;
-		rc = mem_read(m, L, hdr, vm->ol->L_stacksize + 4);
+		rc = lj_read_thread(vm->ol, m, L, hdr);
 		if (rc == 0)
 			rc = lj_find_resumers(vm, m, L, main_L, hdr, out, hdrs, max, &noscan);
 	}

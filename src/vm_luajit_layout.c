@@ -1,7 +1,7 @@
 /* vm_luajit_layout.c: LuaJIT 2.1 layouts as data, and the code scanner
  * that derives the key offsets from the VM machine code.
  *
- * Numbers: /work/shared/notes/luajit.md sections 3.2-3.7 and 5 (offsetof
+ * Numbers: docs/luajit.md §3.2-§3.7 and §5 (offsetof
  * against the named trees; [static]/[live] where the note says so). A row
  * is chosen only when the code-derived G2DISP (and vmstate/cur_L when
  * found) agree with it; anything else is refused by the probe. */
@@ -17,42 +17,42 @@
 const struct lj_layout lj_layouts[] = {
 	/* GC64 */
 	{ "upstream 2.1 GC64 2021-06..2024-04 (Debian 12 2.1.0~beta3+git20220320)",
-	  "luajit.md 3.6 row 394fb626 [src,static,live]", LJL_GC64 | LJL_SNAP_MCOFS, 3968, 96,
+	  "docs/luajit.md §3.6 row 394fb626 [src,static,live]", LJL_GC64 | LJL_SNAP_MCOFS, 3968, 96,
 	  33, 40, 184, 120, 192, 272, 368, 376, 1112, 20, 24, CF64, -7 },
-	{ "upstream 2.1 GC64 2020-09..2021-03", "luajit.md 3.6 row e9af1abe [src]",
+	{ "upstream 2.1 GC64 2020-09..2021-03", "docs/luajit.md §3.6 row e9af1abe [src]",
 	  LJL_GC64, 3960, 96, 33, 40, 184, 120, 192, 272, 368, 376, 1112, 20, 24, CF64, -7 },
-	{ "upstream 2.1 GC64 2024-04..2025-11", "luajit.md 3.6 row f5affaa6 [src]",
+	{ "upstream 2.1 GC64 2024-04..2025-11", "docs/luajit.md §3.6 row f5affaa6 [src]",
 	  LJL_GC64 | LJL_SNAP_MCOFS, 3976, 96, 33, 40, 184, 120, 192, 272, 368, 376, 1120, 20, 24,
 	  CF64, -7 },
-	{ "upstream 2.1 GC64 2025-11-06..09", "luajit.md 3.6 row 68354f44 [src]",
+	{ "upstream 2.1 GC64 2025-11-06..09", "docs/luajit.md §3.6 row 68354f44 [src]",
 	  LJL_GC64 | LJL_SNAP_MCOFS, 3992, 96, 33, 40, 184, 120, 192, 272, 368, 376, 1120, 20, 24,
 	  CF64, -7 },
-	{ "upstream 2.1 GC64 >= 2025-11-10 (vmthref)", "luajit.md 3.6 row 5c647754 [src,live]",
+	{ "upstream 2.1 GC64 >= 2025-11-10 (vmthref)", "docs/luajit.md §3.6 row 5c647754 [src,live]",
 	  LJL_GC64 | LJL_SNAP_MCOFS, 4000, 96, 33, 40, 184, 120, 192, 272, 376, 384, 1128, 20, 24,
 	  CF64, -7 },
-	{ "upstream 2.1.0-beta3 GC64 (2017..2020-05)", "luajit.md 3.2 column b3-64 [src]",
+	{ "upstream 2.1.0-beta3 GC64 (2017..2020-05)", "docs/luajit.md §3.2 column b3-64 [src]",
 	  LJL_GC64 | LJL_SNAP8, 3920, 96, 49, 56, 128, 168, 200, 208, 344, 352, 1064, 16, 24,
 	  CF64, -7 },
-	{ "OpenResty luajit2 GC64 v2.1-20220111..20240314", "luajit.md 3.7 [src]",
+	{ "OpenResty luajit2 GC64 v2.1-20220111..20240314", "docs/luajit.md §3.7 [src]",
 	  LJL_GC64 | LJL_OPENRESTY | LJL_SNAP_MCOFS, 4008, 112,
 	  33, 40, 184, 120, 192, 272, 368, 376, 1120, 20, 24, CF64, -7 },
-	{ "OpenResty luajit2 GC64 v2.1-20201027..20210510", "luajit.md 3.7 [src]",
+	{ "OpenResty luajit2 GC64 v2.1-20201027..20210510", "docs/luajit.md §3.7 [src]",
 	  LJL_GC64 | LJL_OPENRESTY, 4000, 112,
 	  33, 40, 184, 120, 192, 272, 368, 376, 1120, 20, 24, CF64, -7 },
 	/* 32-bit references */
-	{ "Tarantool 2.6 LuaJIT (32-bit refs)", "luajit.md 3.2 column T26 [static, DWARF]",
+	{ "Tarantool 2.6 LuaJIT (32-bit refs)", "docs/luajit.md §3.2 column T26 [static, DWARF]",
 	  LJL_TARANTOOL, 3144, 64, 73, 80, 120, 140, 160, 168, 280, 284, 816, 12, 16, CF32, -7 },
-	{ "upstream 2.1 32-bit refs 2021-06..2024-04", "luajit.md 3.6 row 394fb626 [src]",
+	{ "upstream 2.1 32-bit refs 2021-06..2024-04", "docs/luajit.md §3.6 row 394fb626 [src]",
 	  LJL_SNAP_MCOFS, 3176, 64, 25, 32, 136, 76, 140, 216, 288, 292, 848, 16, 20, CF32, -7 },
-	{ "upstream 2.1 32-bit refs >= 2025-11-10", "luajit.md 3.6 row 5c647754 [src,live]",
+	{ "upstream 2.1 32-bit refs >= 2025-11-10", "docs/luajit.md §3.6 row 5c647754 [src,live]",
 	  LJL_SNAP_MCOFS, 3208, 64, 25, 32, 136, 76, 140, 224, 296, 300, 864, 16, 20, CF32, -7 },
-	{ "OpenResty luajit2 32-bit refs v2.1-20220111..20240314", "luajit.md 3.7 [src]",
+	{ "OpenResty luajit2 32-bit refs v2.1-20220111..20240314", "docs/luajit.md §3.7 [src]",
 	  LJL_OPENRESTY | LJL_SNAP_MCOFS, 3216, 80,
 	  25, 32, 136, 76, 140, 216, 288, 292, 856, 16, 20, CF32, -7 },
 };
 const int lj_nlayouts = (int)(sizeof lj_layouts / sizeof lj_layouts[0]);
 
-/* luajit.md 3.4, 3.5 and lj_obj.h GCtab/Node. */
+/* docs/luajit.md §3.4, §3.5 and lj_obj.h GCtab/Node. */
 const struct lj_objlayout lj_obj_gc64 = {
 	.gcref = 8, .gct = 9, .marked = 8,
 	.L_dummy_ffid = 10, .L_status = 11, .L_glref = 16, .L_base = 32, .L_top = 40,

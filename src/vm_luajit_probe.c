@@ -1,6 +1,6 @@
 /* vm_luajit_probe.c: finding a LuaJIT 2.1 VM in a process.
  *
- * Pipeline (luajit.md 8): the VM code range from its one big FDE (CFA
+ * Pipeline (docs/luajit.md §8): the VM code range from its one big FDE (CFA
  * rsp+80, > 10 KiB) in a module's .eh_frame (through .eh_frame_hdr's
  * sorted table and libdw's CFI); the entry code gives GC64/G2DISP,
  * vmstate and cur_L offsets, which choose a layout row; states
@@ -27,20 +27,6 @@
 #define VM_FDE_MIN 10240u           /* the VM FDE is ~16 KiB; C functions are smaller */
 #define SCAN_MAX_BYTES (512u << 20) /* heap scan budget */
 #define SCAN_CHUNK (1u << 20)
-
-int lj_read_ref(struct vm *vm, struct mem *m, uint64_t addr, uint64_t *out)
-{
-	if (vm->ol->gcref == 8) {
-		uint64_t v;
-		int rc = mem_read_u64(m, addr, &v);
-		*out = rc < 0 ? 0 : v & 0x7fffffffffffull;
-		return rc;
-	}
-	uint32_t v;
-	int rc = mem_read_u32(m, addr, &v);
-	*out = rc < 0 ? 0 : v;
-	return rc;
-}
 
 /* ---- VM code range from .eh_frame ---- */
 
@@ -135,50 +121,6 @@ int lj_fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *el
 	return found;
 }
 
-/* Start of the function whose FDE covers ADDR, from the module's
- * .eh_frame_hdr search table (binary search); 0 when unknown. */
-uint64_t lj_fde_start(struct target *t, uint64_t addr)
-{
-	Elf *elf = NULL;
-	uint64_t bias = 0;
-	if (!symtab_module_at(t->sym, addr, &elf, &bias) || !elf)
-		return 0;
-	return lj_fde_start_elf(elf, bias, addr);
-}
-
-uint64_t lj_fde_start_elf(Elf *elf, uint64_t bias, uint64_t addr)
-{
-	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(elf, ".eh_frame_hdr", &sh);
-	if (!scn)
-		return 0;
-	Elf_Data *d = elf_getdata(scn, NULL);
-	if (!d || !d->d_buf || d->d_size < 12)
-		return 0;
-	const uint8_t *h = d->d_buf;
-	if (h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
-		return 0;
-	uint32_t n;
-	memcpy(&n, h + 8, 4);
-	if (n == 0 || (uint64_t)n * 8 + 12 > d->d_size)
-		return 0;
-	uint64_t a = addr - bias;
-	uint32_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		int32_t loc;
-		memcpy(&loc, h + 12 + 8 * mid, 4);
-		if (sh.sh_addr + (int64_t)loc <= a)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	int32_t loc;
-	memcpy(&loc, h + 12 + 8 * lo, 4);
-	uint64_t st = sh.sh_addr + (int64_t)loc;
-	return st <= a ? st + bias : 0;
-}
-
 /* ---- validating a global_State ---- */
 
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
@@ -197,10 +139,10 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
 		return -LS_E_FAULT;
 	uint64_t L = g - l->sizeof_L, mt = 0;
 	memcpy(&mt, buf + l->g_mainthref, ol->gcref);
-	if (lj_gcptr(vm, mt) != L)
+	if (lj_gcptr(vm->ol, mt) != L)
 		return -LS_E_GARBAGE;
 	/* strempty: a GCstr with gct 4 and len 0 */
-	if (buf[l->g_strempty + ol->gct] != 4)
+	if (buf[l->g_strempty + ol->gct] != LJ_GCT_STR)
 		return -LS_E_GARBAGE;
 	uint32_t len;
 	memcpy(&len, buf + l->g_strempty + l->str_len, 4);
@@ -212,18 +154,16 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
 		return -LS_E_GARBAGE;
 	uint64_t cl = 0;
 	memcpy(&cl, buf + l->g_cur_L, ol->gcref);
-	cl = lj_gcptr(vm, cl);
+	cl = lj_gcptr(vm->ol, cl);
 	if (cl) {
 		uint64_t gl;
-		uint8_t gct;
-		if (lj_read_ref(vm, m, cl + ol->L_glref, &gl) < 0 || gl != g)
+		if (lj_read_ref(vm->ol, m, cl + ol->L_glref, &gl) < 0 || gl != g)
 			return -LS_E_GARBAGE;
-		if (mem_read_u8(m, cl + ol->gct, &gct) < 0 || gct != 6)
+		if (!lj_is_gct(ol, m, cl, LJ_GCT_THREAD))
 			return -LS_E_GARBAGE;
 	}
 	/* main thread: a thread object */
-	uint8_t lgct;
-	if (mem_read_u8(m, L + ol->gct, &lgct) < 0 || lgct != 6)
+	if (!lj_is_gct(ol, m, L, LJ_GCT_THREAD))
 		return -LS_E_GARBAGE;
 	/* dispatch boundary: dispatch[0] in the VM, the word before it not */
 	uint64_t d[2];
@@ -238,28 +178,66 @@ int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
 
 int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how)
 {
-	for (int i = 0; i < vm->ng; i++)
-		if (vm->g[i] == g)
+	for (int i = 0; i < vm->found.ng; i++)
+		if (vm->found.g[i] == g)
 			return i;
-	for (int i = 0; i < vm->nbad; i++)
-		if (vm->bad_g[i] == g)
+	for (int i = 0; i < vm->found.nbad; i++)
+		if (vm->found.bad_g[i] == g)
 			return -1;
 	if (lj_check_g(vm, m, g) < 0) {
-		if (vm->nbad < LJ_MAX_STATES)
-			vm->bad_g[vm->nbad++] = g;
+		if (vm->found.nbad < LJ_MAX_STATES)
+			vm->found.bad_g[vm->found.nbad++] = g;
 		else
-			vm->bad_g[(vm->clock++) % LJ_MAX_STATES] = g;
+			vm->found.bad_g[(vm->found.nbad_next++) % LJ_MAX_STATES] = g;
 		msg_debug(2, "luajit: candidate global_State 0x%llx (%s) refused",
 			  (unsigned long long)g, how);
 		return -1;
 	}
-	if (vm->ng >= LJ_MAX_STATES)
+	if (vm->found.ng >= LJ_MAX_STATES)
 		return -1;
-	vm->g[vm->ng] = g;
+	vm->found.g[vm->found.ng] = g;
 	msg_debug(1, "luajit: global_State 0x%llx (main lua_State 0x%llx) found by %s",
 		  (unsigned long long)g, (unsigned long long)(g - vm->lay->sizeof_L), how);
 	lj_learn_names(vm, m, g);
-	return vm->ng++;
+	return vm->found.ng++;
+}
+
+int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how)
+{
+	for (int i = 0; i < vm->found.ng; i++)
+		if (vm->found.g[i] == g)
+			return 1;
+	for (int i = 0; i < vm->found.nbad; i++)
+		if (vm->found.bad_g[i] == g)
+			return 0;
+	for (int i = 0; i < vm->found.ncand; i++)
+		if (vm->found.cand[i].g == g)
+			return vm->found.cand[i].ok;
+	int ok = lj_check_g(vm, m, g) == 0;
+	if (vm->found.ncand < LJ_MAX_STATES)
+		vm->found.cand[vm->found.ncand++] = (struct lj_cand){ g, how, ok };
+	return ok;
+}
+
+int lj_states_known(const struct vm *vm, uint64_t *out)
+{
+	int n = 0;
+	for (int i = 0; i < vm->found.ng; i++)
+		out[n++] = vm->found.g[i];
+	for (int i = 0; i < vm->found.ncand; i++)
+		if (vm->found.cand[i].ok)
+			out[n++] = vm->found.cand[i].g;
+	return n;
+}
+
+int lj_adopt_candidates(struct vm *vm, struct mem *m)
+{
+	int before = vm->found.ng;
+	int n = vm->found.ncand;
+	vm->found.ncand = 0;
+	for (int i = 0; i < n; i++)
+		lj_add_g(vm, m, vm->found.cand[i].g, vm->found.cand[i].how);
+	return vm->found.ng - before;
 }
 
 /* State from a symbol holding a lua_State pointer. */
@@ -271,7 +249,7 @@ static void probe_sym_state(struct vm *vm, struct target *t, const char *sym)
 	uint64_t L = 0, g = 0;
 	if (mem_read_u64(&t->mem.base, a, &L) < 0 || !L)
 		return;
-	if (lj_read_ref(vm, &t->mem.base, L + vm->ol->L_glref, &g) < 0)
+	if (lj_read_ref(vm->ol, &t->mem.base, L + vm->ol->L_glref, &g) < 0)
 		return;
 	msg_debug(1, "luajit: symbol %s = lua_State 0x%llx", sym, (unsigned long long)L);
 	lj_add_g(vm, &t->mem.base, g, sym);
@@ -316,7 +294,7 @@ void lj_scan_heap(struct vm *vm, struct target *t)
 					memcpy(&g32, buf + o + ol->L_glref, 4);
 					gl = g32;
 				}
-				if (gl != L + vm->lay->sizeof_L || buf[o + ol->gct] != 6)
+				if (gl != L + vm->lay->sizeof_L || buf[o + ol->gct] != LJ_GCT_THREAD)
 					continue;
 				cands++;
 				lj_add_g(vm, &t->mem.base, gl, "heap scan");
@@ -325,7 +303,7 @@ void lj_scan_heap(struct vm *vm, struct target *t)
 	}
 	free(buf);
 	msg_debug(1, "luajit: heap scan read %llu KiB, %d candidate lua_States, %d states",
-		  scanned >> 10, cands, vm->ng);
+		  scanned >> 10, cands, vm->found.ng);
 }
 
 /* ---- library names from the registry ---- */
@@ -344,8 +322,7 @@ static int tv_itype(const struct vm *vm, uint64_t v)
 static int read_str(struct vm *vm, struct mem *m, uint64_t s, char *out, size_t outlen)
 {
 	uint32_t len;
-	uint8_t gct;
-	if (mem_read_u8(m, s + vm->ol->gct, &gct) < 0 || gct != 4)
+	if (!lj_is_gct(vm->ol, m, s, LJ_GCT_STR))
 		return -LS_E_GARBAGE;
 	if (mem_read_u32(m, s + vm->lay->str_len, &len) < 0)
 		return -LS_E_FAULT;
@@ -363,12 +340,11 @@ typedef void (*tab_fn)(struct vm *vm, struct mem *m, const char *key, uint64_t v
 static int tab_each(struct vm *vm, struct mem *m, uint64_t t, tab_fn fn, void *arg)
 {
 	const struct lj_objlayout *ol = vm->ol;
-	uint8_t gct;
-	if (mem_read_u8(m, t + ol->gct, &gct) < 0 || gct != 11)
+	if (!lj_is_gct(ol, m, t, LJ_GCT_TAB))
 		return -LS_E_GARBAGE;
 	uint64_t node;
 	uint32_t hmask;
-	if (lj_read_ref(vm, m, t + ol->tab_node, &node) < 0 ||
+	if (lj_read_ref(vm->ol, m, t + ol->tab_node, &node) < 0 ||
 	    mem_read_u32(m, t + ol->tab_hmask, &hmask) < 0)
 		return -LS_E_FAULT;
 	if (hmask > 0xffff || ((hmask + 1) & hmask))
@@ -388,7 +364,7 @@ static int tab_each(struct vm *vm, struct mem *m, uint64_t t, tab_fn fn, void *a
 		memcpy(&k, nb + (size_t)i * ol->node_size + ol->node_key, 8);
 		if (tv_itype(vm, k) != IT_STR)
 			continue;
-		if (read_str(vm, m, lj_gcptr(vm, k), key, sizeof key) < 0)
+		if (read_str(vm, m, lj_gcptr(vm->ol, k), key, sizeof key) < 0)
 			continue;
 		fn(vm, m, key, v, arg);
 	}
@@ -398,23 +374,23 @@ static int tab_each(struct vm *vm, struct mem *m, uint64_t t, tab_fn fn, void *a
 
 static void add_name(struct vm *vm, struct mem *m, uint64_t fn, const char *name)
 {
-	for (int i = 0; i < vm->nnames; i++)
-		if (vm->names[i].fn == fn)
+	for (int i = 0; i < vm->found.nnames; i++)
+		if (vm->found.names[i].fn == fn)
 			return;
-	if (vm->nnames >= LJ_MAX_NAMES)
+	if (vm->found.nnames >= LJ_MAX_NAMES)
 		return;
 	uint8_t ffid;
 	if (mem_read_u8(m, fn + vm->ol->fn_ffid, &ffid) < 0 || ffid == 0)
 		return; /* Lua functions are named from the caller's bytecode */
 	uint64_t f = 0;
 	mem_read_u64(m, fn + vm->ol->fn_f, &f);
-	struct lj_fname *n = &vm->names[vm->nnames++];
+	struct lj_fname *n = &vm->found.names[vm->found.nnames++];
 	n->fn = fn;
 	n->f = f;
 	n->ffid = ffid;
 	n->name = intern(name);
-	if (ffid > 1 && !vm->ffname[ffid])
-		vm->ffname[ffid] = n->name;
+	if (ffid > 1 && !vm->found.ffname[ffid])
+		vm->found.ffname[ffid] = n->name;
 }
 
 struct lib_arg {
@@ -431,7 +407,7 @@ static void lib_entry(struct vm *vm, struct mem *m, const char *key, uint64_t v,
 		snprintf(nm, sizeof nm, "%s", key);
 	else
 		snprintf(nm, sizeof nm, "%s.%s", la->lib, key);
-	add_name(vm, m, lj_gcptr(vm, v), nm);
+	add_name(vm, m, lj_gcptr(vm->ol, v), nm);
 }
 
 static void loaded_entry(struct vm *vm, struct mem *m, const char *key, uint64_t v, void *arg)
@@ -443,7 +419,7 @@ static void loaded_entry(struct vm *vm, struct mem *m, const char *key, uint64_t
 	if ((strcmp(key, "_G") == 0) != (pass == 1))
 		return;
 	struct lib_arg la = { key };
-	tab_each(vm, m, lj_gcptr(vm, v), lib_entry, &la);
+	tab_each(vm, m, lj_gcptr(vm->ol, v), lib_entry, &la);
 }
 
 struct find_arg {
@@ -464,14 +440,14 @@ int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g)
 	if (mem_read_u64(m, g + vm->lay->g_registrytv, &reg) < 0 || tv_itype(vm, reg) != IT_TAB)
 		return -LS_E_GARBAGE;
 	struct find_arg fa = { "_LOADED", 0 };
-	tab_each(vm, m, lj_gcptr(vm, reg), find_entry, &fa);
+	tab_each(vm, m, lj_gcptr(vm->ol, reg), find_entry, &fa);
 	if (tv_itype(vm, fa.v) != IT_TAB)
 		return -LS_E_GARBAGE;
-	int before = vm->nnames;
+	int before = vm->found.nnames;
 	for (int pass = 0; pass < 2; pass++)
-		tab_each(vm, m, lj_gcptr(vm, fa.v), loaded_entry, &pass);
+		tab_each(vm, m, lj_gcptr(vm->ol, fa.v), loaded_entry, &pass);
 	msg_debug(1, "luajit: learned %d library function names from package.loaded",
-		  vm->nnames - before);
+		  vm->found.nnames - before);
 	return 0;
 }
 
@@ -522,7 +498,7 @@ void lj_shortsrc(char *out, size_t outlen, const char *src, size_t len)
 
 /* ---- probe ---- */
 
-int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
+int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen)
 {
 	struct lj_fde_find ff = { 0 };
 	symtab_each_module(t->sym, lj_fde_cb, &ff);
@@ -589,16 +565,40 @@ int lj_probe(struct target *t, struct vm **out, char *why, size_t whylen)
 	vm->vm_module = ff.module;
 	probe_sym_state(vm, t, "tarantool_L");
 	probe_sym_state(vm, t, "globalL");
-	/* vm_probe_quick: no heap scan here, it read up to 512 MiB (0.8-1.5 s
+	/* VM_PROBE_QUICK: no heap scan here, it read up to 512 MiB (0.8-1.5 s
 	 * for a 1 GiB heap). The first sample of a thread in VM code or on a
 	 * trace names its state by DISPATCH (r14), one with Lua below it by
-	 * a cframe; the walk scans the heap only when a sample found neither. */
-	if (vm->ng == 0 && !vm_probe_quick)
+	 * a cframe; discovery scans the heap only when samples found neither. */
+	vm->found.quick = !!(flags & VM_PROBE_QUICK);
+	if (vm->found.ng == 0 && !vm->found.quick)
 		lj_scan_heap(vm, t);
-	if (vm->ng == 0)
+	if (vm->found.ng == 0)
 		msg_debug(1, "luajit: no global_State from symbols; threads in VM code will add theirs");
 	snprintf(vm->desc, sizeof vm->desc, "LuaJIT 2.1 %s, %s", lay->flags & LJL_GC64 ? "GC64" : "32-bit refs",
 		 lay->name);
 	*out = vm;
 	return 1;
+}
+
+/* ---- discovery ---- */
+
+/* See vm_luajit.h. */
+int lj_discover(struct vm *vm, struct target *t, unsigned what)
+{
+	struct mem *m = &t->mem.base;
+	int found = 0;
+	if (what & VM_DISC_STATES) {
+		int before = vm->found.ng;
+		lj_adopt_candidates(vm, m);
+		if (vm->found.ng == 0 && vm->found.quick && t->sym)
+			lj_scan_heap(vm, t);
+		found += vm->found.ng - before;
+	}
+	if (what & VM_DISC_NAMES) {
+		int before = vm->found.nnames;
+		for (int k = 0; k < vm->found.ng; k++)
+			lj_learn_names(vm, m, vm->found.g[k]);
+		found += vm->found.nnames - before;
+	}
+	return found;
 }

@@ -1862,8 +1862,9 @@ static void puc_close(struct vm *vm)
 	free(vm);
 }
 
-static int puc_probe(struct target *t, struct vm **out, char *why, size_t whylen)
+static int puc_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen)
 {
+	(void)flags;
 	uint64_t size = 0;
 	const char *mod = NULL;
 	uint64_t a = symtab_find(t->sym, "lua_ident", &size, &mod);
