@@ -13,20 +13,22 @@
  *
  * Built with -DFUZZ_PUC_SEEDS instead of libFuzzer, main() writes one
  * valid image per layout row into the directory given (the seeds in
- * fuzz/seeds/fuzz_puc/: a Lua function at pc 1 calling a C function,
- * as tests/t_vm_puc.c builds for 5.4). */
+ * fuzz/seeds/fuzz_puc/: a Lua function at pc 1 calling a C function),
+ * and for 5.2+ rows one with a third frame whose Proto shares the
+ * walker's Proto cache slot with its callee's ("-slot"), both built by
+ * tests/img_puc.c as tests/t_vm_puc.c uses them. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "frame.h"
+#include "img_puc.h"
 #include "proc_mem.h"
 #include "vm_puc.h"
 
-#define NREG 8
-#define REGLEN 512
-static const uint64_t A[NREG] = { 0x10000, 0x20000, 0x30000, 0x40000,
-				  0x50000, 0x60000, 0x70000, 0x80000 };
+#define NREG IMG_PUC_NREG
+#define REGLEN IMG_PUC_REGLEN
+#define A img_puc_addr
 
 #ifndef FUZZ_PUC_SEEDS
 
@@ -63,140 +65,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #else /* seed writer */
 
 static uint8_t img[NREG][REGLEN];
-static void put64(int r, int off, uint64_t v) { memcpy(&img[r][off], &v, 8); }
-static void put32(int r, int off, uint32_t v) { memcpy(&img[r][off], &v, 4); }
-static void put16(int r, int off, uint16_t v) { memcpy(&img[r][off], &v, 2); }
-static void putn(int r, int off, int size, uint32_t v)
-{
-	if (size == 1)
-		img[r][off] = (uint8_t)v;
-	else if (size == 2)
-		put16(r, off, (uint16_t)v);
-	else
-		put32(r, off, v);
-}
-/* a TValue: value and tag (u32 or u8 at +8) */
-static void put_tv(const struct puc_layout *l, int r, int off, uint64_t v, unsigned tag)
-{
-	put64(r, off, v);
-	putn(r, off + 8, l->tv_tt_size, tag);
-}
 
-static uint32_t i54(int op, int a, int b, int c, int k)
+/* Write IMG as seed NAME of row I into DIR and print what it walks to. */
+static int write_seed(const char *dir, int i, const char *name)
 {
-	return (uint32_t)op | (uint32_t)a << 7 | (uint32_t)k << 15 | (uint32_t)b << 16 | (uint32_t)c << 24;
-}
-static uint32_t i53(int op, int a, int b, int c) { return (uint32_t)op | (uint32_t)a << 6 | (uint32_t)c << 14 | (uint32_t)b << 23; }
-static uint32_t i53bx(int op, int a, int bx) { return (uint32_t)op | (uint32_t)a << 6 | (uint32_t)bx << 14; }
-
-enum { RL, RSTK, RCI, RCL, RP, RCODE, RSTR, RK };
-
-static void build(const struct puc_layout *l)
-{
-	memset(img, 0, sizeof img);
-	int cs = l->ci_size;
-	/* lua_State */
-	img[RL][8] = (uint8_t)l->gct_thread;
-	put64(RL, l->L_top, A[RSTK] + 64);
-	put64(RL, l->L_stack, A[RSTK]);
-	put64(RL, l->L_stack_last, A[RSTK] + 400);
-	if (l->L_base >= 0)
-		put64(RL, l->L_base, A[RSTK] + 64);
-	/* stack: slot 1 = Lua closure, slot 3 = the C function */
-	put_tv(l, RSTK, 16, A[RCL], l->tag_lcl);
-	if (l->minor == 1)
-		put_tv(l, RSTK, 48, A[RCL] + 128, l->tag_ccl);
-	else
-		put_tv(l, RSTK, 48, 0x401000, l->tag_lcf);
-	/* closures: the Lua one, and (5.1) a C closure of 0x401000 */
-	img[RCL][8] = (uint8_t)l->gct_lcl;
-	put64(RCL, l->lcl_p, A[RP]);
-	img[RCL][128 + 8] = (uint8_t)l->gct_ccl;
-	put64(RCL, 128 + l->ccl_f, 0x401000);
-	if (l->cl_isC >= 0) {
-		img[RCL][l->cl_isC] = 0;
-		img[RCL][128 + l->cl_isC] = 1;
+	const struct puc_layout *l = &puc_layouts[i];
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	uint8_t row = (uint8_t)i;
+	if (!f || fwrite(&row, 1, 1, f) != 1 || fwrite(img, 1, sizeof img, f) != sizeof img ||
+	    fclose(f) != 0) {
+		perror(path);
+		return -1;
 	}
-	if (l->L_end_ci >= 0) {
-		/* 5.1: CallInfo array [base_ci, end_ci): 0 base, 1 Lua, 2 C */
-		put64(RL, l->L_base_ci, A[RCI]);
-		put64(RL, l->L_end_ci, A[RCI] + 4ull * (uint64_t)cs);
-		put64(RL, l->L_ci, A[RCI] + 2ull * (uint64_t)cs);
-		put64(RL, l->L_savedpc, A[RCODE] + 8);
-		put64(RCI, l->ci_func, A[RSTK]);
-		put64(RCI, cs + l->ci_func, A[RSTK] + 16);
-		put64(RCI, cs + l->ci_savedpc, A[RCODE] + 8);   /* pc 1 */
-		put64(RCI, 2 * cs + l->ci_func, A[RSTK] + 48);
-	} else {
-		/* CallInfo list: ci 0 (Lua) -> base_ci, ci 1 (C) -> ci 0 */
-		put64(RL, l->L_ci, A[RCI] + 128);
-		put64(RCI, l->ci_func, A[RSTK] + 16);
-		put64(RCI, l->ci_previous, A[RL] + (uint64_t)l->L_base_ci);
-		put64(RCI, l->ci_savedpc, A[RCODE] + 8);        /* pc 1 */
-		unsigned st0 = l->cist_lua | l->cist_fresh, st1 = l->cist_c;
-		putn(RCI, l->ci_callstatus, l->ci_callstatus_size, st0);
-		put64(RCI, 128 + l->ci_func, A[RSTK] + 48);
-		put64(RCI, 128 + l->ci_previous, A[RCI]);
-		putn(RCI, 128 + l->ci_callstatus, l->ci_callstatus_size, st1);
-		if (l->ci_next >= 0)
-			put64(RCI, l->ci_next, A[RCI] + 128);
-	}
-	/* Proto: 3 instructions at lines 11 11 12, defined at 10, with one
-	 * upvalue "_ENV", one constant "print", one local "x" (pc 2) */
-	img[RP][8] = (uint8_t)l->p_tt_value;
-	put32(RP, l->p_sizecode, 3);
-	put32(RP, l->p_sizelineinfo, 3);
-	put32(RP, l->p_linedefined, 10);
-	put32(RP, l->p_lastlinedefined, 14);
-	put32(RP, l->p_sizeupvalues, 1);
-	put32(RP, l->p_sizek, 1);
-	put32(RP, l->p_sizelocvars, 1);
-	put64(RP, l->p_code, A[RCODE]);
-	put64(RP, l->p_lineinfo, A[RCODE] + 64);
-	put64(RP, l->p_upvalues, A[RCODE] + 128);
-	put64(RP, l->p_locvars, A[RCODE] + 192);
-	put64(RP, l->p_k, A[RK]);
-	put64(RP, l->p_source, A[RSTR]);
-	if (l->p_nups >= 0)
-		img[RP][l->p_nups] = 1;
-	uint32_t code[3];
-	switch (l->isa) {
-	case PUC_ISA_51:   /* GETGLOBAL 0 k0; CALL 0 1 1; RETURN */
-		code[0] = i53bx(5, 0, 0), code[1] = i53(28, 0, 1, 1), code[2] = i53(30, 0, 1, 0);
-		break;
-	case PUC_ISA_52:   /* GETTABUP 0 _ENV k0; CALL; RETURN */
-		code[0] = i53(6, 0, 0, 0x100), code[1] = i53(29, 0, 1, 1), code[2] = i53(31, 0, 1, 0);
-		break;
-	case PUC_ISA_53:
-		code[0] = i53(6, 0, 0, 0x100), code[1] = i53(36, 0, 1, 1), code[2] = i53(38, 0, 1, 0);
-		break;
-	default:
-		code[0] = i54(11, 0, 0, 0, 0), code[1] = i54(68, 0, 1, 1, 0), code[2] = i54(70, 0, 1, 0, 0);
-		break;
-	}
-	memcpy(&img[RCODE][0], code, sizeof code);
-	if (l->p_abslineinfo >= 0) {
-		img[RCODE][64] = 1, img[RCODE][65] = 0, img[RCODE][66] = 1;
-		put32(RP, l->p_sizeabslineinfo, 1);
-		put64(RP, l->p_abslineinfo, A[RCODE] + 96);
-		put32(RCODE, 96, 2), put32(RCODE, 100, 12);
-	} else {
-		put32(RCODE, 64, 11), put32(RCODE, 68, 11), put32(RCODE, 72, 12);
-	}
-	put64(RCODE, 128, A[RSTR] + 64);              /* upvalue 0 "_ENV" */
-	put64(RCODE, 192, A[RSTR] + 192);             /* local "x", pcs [2, 3) */
-	put32(RCODE, 200, 2), put32(RCODE, 204, 3);
-	/* strings: "@test.lua", "_ENV", "print", "x" */
-	const char *str[4] = { "@test.lua", "_ENV", "print", "x" };
-	for (int i = 0; i < 4; i++) {
-		size_t len = strlen(str[i]);
-		img[RSTR][64 * i + 8] = (uint8_t)l->gct_sstr;
-		img[RSTR][64 * i + 11] = (uint8_t)len;
-		if (l->str_len == PUC_STR_SIZET)
-			put64(RSTR, 64 * i + 16, len);
-		memcpy(&img[RSTR][64 * i + l->ts_data], str[i], len);
-	}
-	put_tv(l, RK, 0, A[RSTR] + 128, l->tag_sstr);
+	struct mem_region r[NREG];
+	for (int k = 0; k < NREG; k++)
+		r[k] = (struct mem_region){ A[k], img[k], REGLEN };
+	struct mem_image im;
+	mem_image_init(&im, r, NREG);
+	struct stack st = { 0 };
+	int rc = puc_walk_image(l, &im.base, A[0], &st);
+	printf("%s: rc %d, %d frames:", name, rc, st.n);
+	for (int k = 0; k < st.n; k++)
+		printf(" [%s %s:%d]", st.f[k].name, st.f[k].file ? st.f[k].file : "", st.f[k].line);
+	printf("\n");
+	stack_free(&st);
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -207,29 +102,18 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < puc_nlayouts; i++) {
 		const struct puc_layout *l = &puc_layouts[i];
-		build(l);
-		char path[4096];
-		snprintf(path, sizeof path, "%s/row%02d-%s", argv[1], i, l->name);
-		FILE *f = fopen(path, "wb");
-		uint8_t row = (uint8_t)i;
-		if (!f || fwrite(&row, 1, 1, f) != 1 || fwrite(img, 1, sizeof img, f) != sizeof img ||
-		    fclose(f) != 0) {
-			perror(path);
+		char name[256];
+		/* two frames, named */
+		img_puc_build(l, img);
+		snprintf(name, sizeof name, "row%02d-%s", i, l->name);
+		if (write_seed(argv[1], i, name) < 0)
 			return 1;
-		}
-		/* check it walks: two frames, named */
-		struct mem_region r[NREG];
-		for (int k = 0; k < NREG; k++)
-			r[k] = (struct mem_region){ A[k], img[k], REGLEN };
-		struct mem_image im;
-		mem_image_init(&im, r, NREG);
-		struct stack st = { 0 };
-		int rc = puc_walk_image(l, &im.base, A[0], &st);
-		printf("%s: rc %d, %d frames:", l->name, rc, st.n);
-		for (int k = 0; k < st.n; k++)
-			printf(" [%s %s:%d]", st.f[k].name, st.f[k].file ? st.f[k].file : "", st.f[k].line);
-		printf("\n");
-		stack_free(&st);
+		/* three, two Protos in one cache slot (5.2+) */
+		if (img_puc_build_shared_slot(l, img) < 0)
+			continue;
+		snprintf(name, sizeof name, "row%02d-%s-slot", i, l->name);
+		if (write_seed(argv[1], i, name) < 0)
+			return 1;
 	}
 	return 0;
 }

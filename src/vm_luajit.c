@@ -1301,8 +1301,8 @@ static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
 
 /* Find the first VM frame, and a thread on a JIT trace: the native walk
  * stops (or goes astray) at the mcode, which has no CFI; restart from
- * cur_L's cframe and find the trace that holds the pc (docs/luajit.md
- * §10.5). Returns 0 or -LS_E_NOMEM. */
+ * cur_L's cframe and find the trace that holds the pc
+ * (docs/luajit.md §10.5). Returns 0 or -LS_E_NOMEM. */
 static int restart_after_trace(struct wctx *w)
 {
 	struct ctx *c = &w->c;

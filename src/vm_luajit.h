@@ -3,8 +3,8 @@
  * Layouts are data (vm_luajit_layout.c): one const row per variant for
  * what moves between versions (global_State, GG_State, cframe), one row
  * per reference width for what only depends on GC64 (lua_State, GCfunc,
- * GCproto, GCstr, GCtab, GCtrace). Sources: docs/luajit.md
- * §3-§5 (checked against Debian 12 binaries where marked). */
+ * GCproto, GCstr, GCtab, GCtrace).
+ * Sources: docs/luajit.md §3-§5 (checked against Debian 12 binaries where marked). */
 #ifndef LUASPY_VM_LUAJIT_H
 #define LUASPY_VM_LUAJIT_H
 

@@ -1,9 +1,11 @@
-/* vm_puc.h: PUC Lua 5.1-5.4 walker internals (vm_puc*.c only).
+/* vm_puc.h: the PUC Lua 5.1-5.4 family: layouts, the name and line
+ * decoder, the image walker (tests, fuzzers). The walker files share
+ * vm_puc_int.h besides.
  *
  * Layouts are data (vm_puc_layout.c): one const row per release family,
  * offsets in bytes for x86_64 with the default luaconf. Source: the
  * releases' own headers (offsetof), cross-checked with the DWARF of
- * Debian 12's liblua5.{1,3,4}-0-dbg (docs: notes/puc-lua.md §1). The
+ * Debian 12's liblua5.{1,3,4}-0-dbg (docs/puc-lua.md §1). The
  * walker reads offsets from the row and never tests versions with #if.
  * An offset of -1 means "field does not exist in this release". */
 #ifndef LUASPY_VM_PUC_H
@@ -13,7 +15,7 @@
 #include <stddef.h>
 #include "proc_mem.h"
 
-/* How one luaV_execute invocation is delimited (notes §8.1). */
+/* How one luaV_execute invocation is delimited (docs/puc-lua.md §8.1). */
 enum puc_exec_rule {
 	PUC_EXEC_51,       /* caller not Lua, or caller's instruction not CALL/TAILCALL */
 	PUC_EXEC_REENTRY,  /* bottom frame iff REENTRY bit clear (5.2, 5.3.0-1) */
@@ -100,12 +102,13 @@ int puc_line54(const int8_t *lineinfo, int sizelineinfo, const int32_t *abs, int
 	       int linedefined, int pc);
 
 /* Call-site name of a function called by the instruction at PC of the
- * caller's code (notes §6): WHAT receives "global", "local", "method",
+ * caller's code (docs/puc-lua.md §6): WHAT receives "global", "local", "method",
  * "field", "upvalue", "constant", "for iterator", "metamethod" or NULL;
  * NAME the name. CODE has SIZECODE instructions. The callbacks give the
  * caller Proto's local names, upvalue names, constant strings and (5.1)
  * the upvalue count of child proto N. Strings returned by callbacks must
- * stay valid (interned). Metamethod names are the version's own ("__add"
+ * be our own NUL-terminated copies that stay valid (interned), never
+ * target memory; the decoder compares them bounded. Metamethod names are the version's own ("__add"
  * up to 5.3, "add" in 5.4); 5.1 names none. */
 struct puc_nameinfo {
 	const struct puc_layout *lay;

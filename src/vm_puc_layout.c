@@ -3,8 +3,8 @@
  *
  * Source: offsetof() against each release's headers (lua/lua tags), and
  * the DWARF of Debian 12 liblua5.{1,3,4}-0-dbg for 5.1.5, 5.3.6, 5.4.4
- * (tests/puc-layout-dwarf.test re-checks those three). notes/puc-lua.md
- * §1-§3 holds the tables these rows were typed from. -1 = no such field.
+ * (tests/puc-layout-dwarf.test re-checks those three). The tables these
+ * rows were typed from: docs/puc-lua.md §1-§3. -1 = no such field.
  * Fields marked [unverified] are reasoned from neighbouring releases. */
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +125,7 @@
 
 const struct puc_layout puc_layouts[] = {
 	ROW51("5.1", 0, 5, 11, 24, 32, 56, 16, "src 5.1.1/5.1.5, dwarf Debian 5.1.5"),
-	/* Redis's Lua 5.1.5 adds 'int readonly' to Table (notes §11) */
+	/* Redis's Lua 5.1.5 adds 'int readonly' to Table (docs/puc-lua.md §11) */
 	ROW51("5.1-redis", 5, 5, 16, 32, 40, 64, 24, "static: redis 7.0 lua_isreadonlytable"),
 	/* 5.2.0: u.l.savedpc at 48, shorter global_State, isC still present */
 	{ .name = "5.2.0", .minor = 2, .rel_lo = 0, .rel_hi = 0, .isa = PUC_ISA_52,

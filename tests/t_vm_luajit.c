@@ -68,7 +68,7 @@ static void test_shortsrc(void)
 
 static void test_layout_rows(void)
 {
-	/* rows agree with docs/luajit.md §3.2/§3.3 (Debian 12 stock, T26, OpenResty) */
+	/* rows agree with docs/luajit.md §3.2 and §3.3 (Debian 12 stock, T26, OpenResty) */
 	int seen = 0;
 	for (int i = 0; i < lj_nlayouts; i++) {
 		const struct lj_layout *l = &lj_layouts[i];

@@ -1,4 +1,4 @@
-/* vm_puc_debug.c: pure decoding of PUC Lua bytecode metadata: 5.4
+/* vm_puc_names.c: pure decoding of PUC Lua bytecode metadata: 5.4
  * relative line info, and call-site names (ldebug.c getfuncname /
  * getobjname / findsetreg / 5.1 symbexec) over a copied Proto. No target
  * access: everything comes through struct puc_nameinfo callbacks, so the
@@ -111,6 +111,12 @@ static const char *upname(const struct puc_nameinfo *ni, int idx)
 
 static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg,
 			      const char **name, int depth);
+
+/* Is S (a callback's name, or NULL) "_ENV"? Reads at most 5 bytes. */
+static int is_env(const char *s)
+{
+	return s && strncmp(s, "_ENV", 5) == 0;
+}
 
 /* 5.2/5.3 kname; 5.1 kname (constants only) */
 static void kname5x(const struct puc_nameinfo *ni, int pc, int c, const char **name, int depth)
@@ -269,7 +275,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 		int t = B(lay, i);
 		const char *vn = op == o->gettable ? ni->localname(ni->arg, t + 1, pc) : upname(ni, t);
 		kname5x(ni, pc, C(lay, i), name, depth);
-		return vn && strcmp(vn, "_ENV") == 0 ? "global" : "field";
+		return is_env(vn) ? "global" : "field";
 	}
 	if (I54 && (op == o->gettabup || op == o->gettable || op == o->getfield)) {
 		int t = B(lay, i);
@@ -286,7 +292,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 				tn = NULL;
 			*name = saved;
 		}
-		return tn && strcmp(tn, "_ENV") == 0 ? "global" : "field";
+		return is_env(tn) ? "global" : "field";
 	}
 	if (I54 && op == o->geti) {
 		*name = "integer index";
