@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include "elf_sym.h"
@@ -29,6 +30,8 @@ struct symtab {
 	char *debuginfo_path;
 	struct proc_maps maps;
 	struct cache_ent *cache;
+	const char *exe_path;  /* interned /proc/PID/exe target (as in the maps), or NULL */
+	const char *exe_name;  /* interned name the executable runs as, or NULL */
 };
 
 
@@ -78,6 +81,109 @@ static int set_userdata(Dwfl_Module *mod, void **userdata, const char *name, Dwa
 	return DWARF_CB_OK;
 }
 
+static const char *basename_of(const char *p);
+
+/* Read /proc/PID/NAME into BUF (at most LEN-1 bytes), NUL-terminated.
+ * Returns the length or -1. */
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* Is DIR/BASE (BASE a plain name; DIR absolute, seen from the target's
+ * root, or else relative to its working directory) the file EXE? (a
+ * symlink to it counts) */
+static int is_exe(pid_t pid, const struct stat *exe, const char *dir, size_t dirlen,
+		  const char *base, size_t baselen)
+{
+	const char *from = dir[0] == '/' ? "root" : "cwd/";
+	char path[4096];
+	struct stat st;
+	if (baselen == 0 || memchr(base, '/', baselen) || (base[0] == '.' && baselen <= 2))
+		return 0;
+	int n = snprintf(path, sizeof path, "/proc/%d/%s%.*s/%.*s", (int)pid, from, (int)dirlen,
+			 dir, (int)baselen, base);
+	if (n < 0 || (size_t)n >= sizeof path || stat(path, &st) < 0)
+		return 0;
+	return st.st_dev == exe->st_dev && st.st_ino == exe->st_ino;
+}
+
+/* The name the main executable runs as. The kernel shows the file it
+ * resolved (/usr/bin/redis-check-rdb) where the process was started as a
+ * symlink to it (redis-server): take the name of argv[0] (up to a
+ * space: servers rewrite their title) or /proc/PID/comm when that name,
+ * next to the executable or where argv[0] points, is the same file. */
+static void exe_name_find(struct symtab *s)
+{
+	char exe[4096], buf[4096], path[64];
+	struct stat st;
+	s->exe_path = s->exe_name = NULL;
+	snprintf(path, sizeof path, "/proc/%d/exe", (int)s->pid);
+	ssize_t n = readlink(path, exe, sizeof exe - 1);
+	if (n <= 0 || exe[0] != '/' || stat(path, &st) < 0)
+		return;
+	exe[n] = 0;
+	s->exe_path = intern(exe);
+	const char *sl = strrchr(exe, '/');
+	size_t dirlen = (size_t)(sl - exe);
+	const char *ebase = sl + 1;
+	size_t elen = strlen(ebase);
+	static const char del[] = " (deleted)";
+	if (elen > sizeof del - 1 && !strcmp(ebase + elen - (sizeof del - 1), del))
+		elen -= sizeof del - 1;
+	for (int k = 0; k < 3; k++) {
+		const char *c;
+		size_t clen;
+		if (k < 2) { /* argv[0] as is, then up to its first space */
+			if (read_proc(s->pid, "cmdline", buf, sizeof buf) <= 0)
+				continue;
+			if (k == 1) {
+				char *sp = strchr(buf, ' ');
+				if (!sp)
+					continue;
+				*sp = 0;
+			}
+			c = basename_of(buf);
+			clen = strlen(c);
+		} else {
+			if (read_proc(s->pid, "comm", buf, sizeof buf) <= 0)
+				continue;
+			c = buf;
+			clen = strcspn(buf, "\n");
+		}
+		if (clen == elen && !memcmp(c, ebase, clen))
+			return; /* runs under its own name */
+		if (is_exe(s->pid, &st, exe, dirlen, c, clen) ||
+		    (k < 2 && c != buf && is_exe(s->pid, &st, buf, (size_t)(c - 1 - buf), c, clen))) {
+			s->exe_name = intern_n(c, clen);
+			return;
+		}
+	}
+}
+
+/* Module name shown for the module file MNAME: its basename, or the name
+ * the main executable runs as. */
+static const char *module_name(const struct symtab *s, const char *mname)
+{
+	if (strncmp(mname, "[vdso", 5) == 0)
+		return intern("[vdso]");
+	if (s->exe_name && s->exe_path && !strcmp(mname, s->exe_path))
+		return s->exe_name;
+	const char *b = basename_of(mname);
+	const char *d = strstr(b, " (deleted)");
+	return d ? intern_n(b, (size_t)(d - b)) : intern(b);
+}
+
 static int report(struct symtab *s)
 {
 	int mrc = proc_maps_read(s->pid, &s->maps);
@@ -89,6 +195,7 @@ static int report(struct symtab *s)
 	dwfl_getmodules(s->dwfl, set_userdata, s, 0);
 	if (erc != 0 || rc != 0)
 		return rc > 0 ? err_from_errno(rc) : -LS_E_IO;
+	exe_name_find(s);
 	memset(s->cache, 0, sizeof(struct cache_ent) << CACHE_BITS);
 	return 0;
 }
@@ -322,15 +429,11 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	if (!mod)
 		return;
 	const char *mname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
-	if (mname) {
-		if (strncmp(mname, "[vdso", 5) == 0)
-			out->module = intern("[vdso]");
-		else {
-			const char *b = basename_of(mname);
-			const char *d = strstr(b, " (deleted)");
-			out->module = d ? intern_n(b, (size_t)(d - b)) : intern(b);
-		}
-	}
+	if (mname)
+		out->module = module_name(s, mname);
+	GElf_Addr mbias = 0;
+	if (dwfl_module_getelf(mod, &mbias))
+		out->bias = mbias;
 	GElf_Off off = 0;
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
@@ -379,7 +482,15 @@ int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *o
 	return e->found ? 0 : -1;
 }
 
+const char *symtab_offset_name(const struct sym_info *si, uint64_t at)
+{
+	if (!si->module)
+		return NULL;
+	return internf("%s+0x%llx", si->module, (unsigned long long)(at - si->bias));
+}
+
 struct find_arg {
+	const struct symtab *s;
 	const char *name;
 	uint64_t addr, size;
 	const char *module;
@@ -397,7 +508,7 @@ static int find_in_module(Dwfl_Module *mod, void **ud, const char *mname, Dwarf_
 			continue;
 		fa->addr = addr;
 		fa->size = sym.st_size;
-		fa->module = intern(basename_of(mname));
+		fa->module = module_name(fa->s, mname);
 		return DWARF_CB_ABORT;
 	}
 	return DWARF_CB_OK;
@@ -405,7 +516,7 @@ static int find_in_module(Dwfl_Module *mod, void **ud, const char *mname, Dwarf_
 
 uint64_t symtab_find(struct symtab *s, const char *name, uint64_t *size, const char **module)
 {
-	struct find_arg fa = { name, 0, 0, NULL };
+	struct find_arg fa = { s, name, 0, 0, NULL };
 	dwfl_getmodules(s->dwfl, find_in_module, &fa, 0);
 	if (size)
 		*size = fa.size;

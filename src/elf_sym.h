@@ -28,6 +28,8 @@ struct sym_info {
 	uint64_t func_start;  /* symbol start address; without a symbol, the start of
 	                       * the CFI entry (FDE) covering the pc; 0 = unknown */
 	uint64_t func_end;    /* end of the same range, or 0 */
+	uint64_t bias;        /* the module's load bias: target address - bias
+	                       * = ELF virtual address, the same in every process */
 };
 
 /* Open the modules of PID (reads /proc/PID/maps). Returns 0 and *OUT or
@@ -49,6 +51,13 @@ pid_t symtab_pid(const struct symtab *s);
  * (looked up at PC-1, the call instruction). Always fills OUT (fields
  * NULL/0 when unknown). Returns 0 when a symbol was found, -1 otherwise. */
 int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out);
+
+/* Name of code at target address AT in the module SI describes (SI
+ * from symtab_lookup of an address in the same module): the interned
+ * "MODULE+0xOFF", OFF the ELF address of AT (target address - load
+ * bias), the same in every process; NULL when SI has no module. For code
+ * with no symbol; never an absolute address. */
+const char *symtab_offset_name(const struct sym_info *si, uint64_t at);
 
 /* Lines later (record): with ON set, symtab_lookup no longer reads DWARF
  * (loading a module's line tables costs 65+ ms of CPU on the first

@@ -65,6 +65,21 @@ static void label_int(struct label_out *l, int32_t v)
 	label_put(l, d, (size_t)(tmp + sizeof tmp - d));
 }
 
+/* Is FR's name "MODULE+0x..." for its own module? */
+static int is_module_offset(const struct frame *fr)
+{
+	if (!fr->name || !fr->module)
+		return 0;
+	size_t n = strlen(fr->module);
+	return !strncmp(fr->name, fr->module, n) && !strncmp(fr->name + n, "+0x", 3);
+}
+
+int frame_is_unnamed(const struct frame *fr)
+{
+	return !fr->name || !strcmp(fr->name, "[unknown]") || !strncmp(fr->name, "[C 0x", 5) ||
+	       is_module_offset(fr);
+}
+
 char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line)
 {
 	if (len == 0)
@@ -89,7 +104,7 @@ char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line)
 		break;
 	case FRAME_C:
 	case FRAME_NATIVE:
-		if (fr->module) {
+		if (fr->module && !is_module_offset(fr)) {
 			label_put(&l, " (", 2);
 			label_puts(&l, fr->module);
 			label_put(&l, ")", 1);

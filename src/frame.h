@@ -49,10 +49,17 @@ void stack_free(struct stack *st);
  *   Lua:    "fib (app.lua:12)"       (line omitted when 0)
  *   C:      "string.format"  or  "cfib (cfib.so)"
  *   native: "clock_gettime (libc.so.6)"
+ *   unnamed native/C code: "libfoo.so+0x1a2b3" (module and ELF offset,
+ *           the module is not repeated), "[jit]", "[unknown]"
  *   vmstate/root: the name itself.
  * Writes at most LEN bytes including the NUL into BUF; returns BUF.
  * WITH_LINE = 0 drops the ":line" part (per-function aggregation). */
 char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line);
+
+/* Does FR carry a stand-in rather than a name: NULL, "[unknown]", an
+ * address ("[C 0x...]") or "MODULE+0xOFF"? 1 or 0. ("[builtin#N]",
+ * "[jit]" name what the code is: they count as names.) */
+int frame_is_unnamed(const struct frame *fr);
 
 /* Name of a frame kind for JSON ("native", "lua", "c", "vmstate", "root"). */
 const char *frame_kind_name(int kind);

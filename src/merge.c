@@ -23,13 +23,17 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 	if (si.name) {
 		out->name = si.name;
 	} else if (si.module) {
-		out->name = intern("[unknown]");
+		/* no symbol: module and offset from its ELF addresses (of the
+		 * function start when the CFI tells it), the same in every run */
+		out->name = symtab_offset_name(&si, si.func_start ? si.func_start : nf->pc);
 	} else {
 		const struct proc_map *m = proc_maps_find(symtab_maps(s), nf->pc);
-		if (m && (m->perms & MAP_X) && !proc_map_is_file(m) && m->path[0] != '[')
+		if (m && (m->perms & MAP_X) && m->path[0] == '[')
+			out->name = m->path; /* [vsyscall] */
+		else if (m && (m->perms & MAP_X))
 			out->name = intern("[jit]");
 		else
-			out->name = internf("[anon:0x%llx]", (unsigned long long)nf->pc);
+			out->name = intern("[unknown]"); /* a leaf outside the maps read */
 	}
 }
 
@@ -113,7 +117,7 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		if (fused) {
 			const struct frame *c = &segs[cmatch[i]].f[0];
 			fr.kind = FRAME_C;
-			if (fr.name[0] == '[' && c->name)
+			if (frame_is_unnamed(&fr) && c->name && !frame_is_unnamed(c))
 				fr.name = c->name; /* stripped: the Lua side knows it better */
 		}
 		stack_push(out, &fr);

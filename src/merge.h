@@ -56,8 +56,10 @@ struct lua_segment_old {
 };
 
 /* Symbolize native frame NF into OUT (kind FRAME_NATIVE): symbol name
- * when its size covers the pc, else "[unknown]" (file-backed) or
- * "[anon:0x...]"/"[jit]" for code outside any module. */
+ * when its size covers the pc, else "MODULE+0xOFF" (OFF: ELF address of
+ * the function start from the CFI, else of the pc; stable across runs),
+ * "[jit]" for anonymous executable memory, "[unknown]" for a pc in no
+ * mapping read. Never an absolute address. */
 void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct frame *out);
 
 /* Build the merged stack of NS and W's segments (in any order) into OUT

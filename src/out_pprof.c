@@ -6,9 +6,12 @@
  *                       stack uses are left out) with one Line;
  *                       native/C frames with a module get its Mapping and
  *                       their pc as address
- *   (kind, name, file, module, firstline) -> Function; Lua functions are
- *                       named "name (chunk:firstline)" so anonymous ones
- *                       stay apart; system_name is the bare name
+ *   (kind, name, file, module, firstline) -> Function, named by
+ *                       frame_label without the line: Lua functions
+ *                       "name (chunk:firstline)" so anonymous ones stay
+ *                       apart, native/C ones "name (module)" so go tool
+ *                       pprof (which merges by name) keeps modules
+ *                       apart; system_name is the bare name
  *   module           -> Mapping (filename = module, symbolized already)
  *   (tid, stack)     -> Sample {leaf-first locations, [count, cpu ns],
  *                       label tid}
@@ -213,10 +216,11 @@ static uint64_t fn_get(struct pp *pp, const struct frame *fr)
 	if (array_grow(&pp->fn, &pp->fn_cap, pp->n_fn + 1, sizeof *pp->fn) < 0 ||
 	    array_grow(&pp->fn_key, &pp->fn_key_cap, pp->n_fn + 1, sizeof *pp->fn_key) < 0)
 		return 0;
+	/* the label every output shows, module included: pprof merges
+	 * Functions by name (and file), so a bare name would join the
+	 * same-named code of two modules into one node */
 	char label[OUT_LABEL_MAX];
-	const char *name = fr->name;
-	if (fr->kind == FRAME_LUA)
-		name = frame_label(fr, label, sizeof label, 0);
+	const char *name = frame_label(fr, label, sizeof label, 0);
 	Perftools__Profiles__Function *f = &pp->fn[pp->n_fn];
 	perftools__profiles__function__init(f);
 	int64_t n = strtab_add(&pp->st, name);

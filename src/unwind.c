@@ -53,6 +53,60 @@ static int in_file_code(const struct proc_maps *maps, uint64_t addr)
 	return m && (m->perms & MAP_X) && proc_map_is_file(m);
 }
 
+/* Is ADDR in an executable mapping (file-backed or not)? */
+static int in_code(const struct proc_maps *maps, uint64_t addr)
+{
+	const struct proc_map *m = proc_maps_find(maps, addr);
+	return m && (m->perms & MAP_X);
+}
+
+/* Length of an "ff /2" (call r/m64) instruction from its ModRM byte and
+ * the byte after it (the SIB byte when there is one). */
+static int call_ff_len(uint8_t modrm, uint8_t sib)
+{
+	int mod = modrm >> 6, rm = modrm & 7, len = 2;
+	if (mod == 3)
+		return len;
+	if (rm == 4) {
+		len++;
+		if (mod == 0 && (sib & 7) == 5)
+			len += 4;
+	}
+	if (mod == 0 && rm == 5)
+		len += 4;
+	else if (mod == 1)
+		len += 1;
+	else if (mod == 2)
+		len += 4;
+	return len;
+}
+
+int unwind_after_call(const uint8_t b[8])
+{
+	if (b[3] == 0xe8) /* call rel32 */
+		return 1;
+	for (int len = 2; len <= 7; len++) {
+		int at = 8 - len;
+		if (b[at] != 0xff || ((b[at + 1] >> 3) & 7) != 2)
+			continue;
+		if (call_ff_len(b[at + 1], at + 2 < 8 ? b[at + 2] : 0) == len)
+			return 1;
+	}
+	return 0;
+}
+
+/* Is ADDR a return address: in file-backed code and just after a call
+ * instruction (the bytes before it are read from the target)? Data that
+ * happens to point into .text is not taken. */
+static int is_return_address(const struct proc_maps *maps, struct mem *m, uint64_t addr)
+{
+	uint8_t b[8];
+	if (!in_file_code(maps, addr) || addr < 8 || !in_file_code(maps, addr - 8) ||
+	    mem_read(m, addr - 8, b, sizeof b) < 0)
+		return 0;
+	return unwind_after_call(b);
+}
+
 /* Is PC in code the backend has no CFI for (no ELF module)? */
 static int no_module(struct unwinder *u, uint64_t pc)
 {
@@ -86,6 +140,11 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			break;
 		}
 		struct native_frame *last = &out->f[out->n - 1];
+		if (out->n > 1 && !in_code(maps, last->pc)) {
+			out->n--; /* garbage return address: see below */
+			out->truncated = 1;
+			break;
+		}
 		int lone_leaf = round == 0 && out->n == 1;
 		if (rc == 0 && !(lone_leaf && !no_module(u, last->pc)))
 			break; /* reached the outermost frame */
@@ -95,7 +154,8 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			 * interpreter's frame after a call). Try it as a frameless
 			 * leaf: return address at [rsp]. */
 			uint64_t w;
-			if (lone_leaf && mem_read_u64(m, regs->rsp, &w) == 0 && in_file_code(maps, w)) {
+			if (lone_leaf && mem_read_u64(m, regs->rsp, &w) == 0 &&
+			    is_return_address(maps, m, w)) {
 				r = *regs;
 				r.rip = w;
 				r.rsp = regs->rsp + 8;
@@ -113,7 +173,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			uint64_t w;
 			if (mem_read_u64(m, sp, &w) < 0)
 				break;
-			if (restart ? restart(arg, w) : in_file_code(maps, w)) {
+			if ((!restart || restart(arg, w)) && is_return_address(maps, m, w)) {
 				found = w;
 				where = sp;
 				break;
@@ -128,7 +188,15 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 		r.rsp = where + 8;
 		retaddr = 1;
 	}
-	for (int i = 1; i < out->n; i++)
+	for (int i = 1; i < out->n; i++) {
 		out->f[i].flags &= ~NF_LEAF;
+		/* a return address outside executable memory is garbage the
+		 * CFI read off the stack (a Lua value, text): never a frame */
+		if (!in_code(maps, out->f[i].pc)) {
+			out->n = i;
+			out->truncated = 1;
+			break;
+		}
+	}
 	return out->n;
 }

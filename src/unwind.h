@@ -8,7 +8,10 @@
  * thread can be resumed before unwinding. Code with no CFI (LuaJIT trace
  * mcode, JIT code in anonymous mappings) does not end the walk: the copy
  * is scanned upwards for a return address into a file-backed module and
- * the walk restarts there (docs/sampling.md §5.3). */
+ * the walk restarts there (docs/sampling.md §5.3); only an address just
+ * after a call instruction is taken. A return address outside every
+ * executable mapping ends the walk (truncated): it never becomes a
+ * frame. */
 #ifndef LUASPY_UNWIND_H
 #define LUASPY_UNWIND_H
 
@@ -41,9 +44,15 @@ struct native_stack {
 	int truncated;               /* the walk ended on an error, not at the outermost frame */
 };
 
+/* Do the 8 code bytes B that end just before an address end in an
+ * x86_64 call (e8 rel32, or ff /2 in its register and memory forms)?
+ * 1 or 0. Exported for the unit test. */
+int unwind_after_call(const uint8_t b[8]);
+
 /* Optional predicate for restarts after no-CFI code: is ADDR a plausible
  * return address to restart at? (e.g. inside the LuaJIT VM). NULL means
- * any address in a file-backed executable mapping. */
+ * any address; either way the address must be in a file-backed
+ * executable mapping just after a call instruction. */
 typedef int (*unwind_restart_fn)(void *arg, uint64_t addr);
 
 struct unwinder;

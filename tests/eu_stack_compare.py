@@ -35,8 +35,9 @@ def parse_ls(text):
         names = []
         for f in t["frames"]:
             n = f["name"]
-            if n.startswith("["):
-                n = "?"
+            mod = f.get("module")
+            if n.startswith("[") or (mod and n.startswith(mod + "+0x")):
+                n = "?"  # unnamed: "[jit]", "module+0xoffset"
             names.append(n)
         out[t["tid"]] = names
     return out
