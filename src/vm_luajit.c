@@ -33,7 +33,8 @@
 #include "vm_luajit.h"
 
 #define SNAP_MAGIC 0x4c4a5331u
-#define MAX_LFRAMES 1024      /* Lua frames per thread */
+#define MAX_LFRAMES 1024      /* Lua frames per coroutine in --all-coroutines dumps */
+#define FB_FRAMES 256         /* first size of a walk's scratch frames (grown) */
 #define MAX_SEGS 64
 #define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
 
@@ -595,16 +596,20 @@ struct segwalk {
 	uint64_t pc;        /* its PC, 0 unknown */
 	int bottom;         /* reached the bottom of L */
 	int named_pending;  /* index in out of a frame waiting for its name */
+	int full;           /* walk_seg stopped because OUT was full: call again */
 };
 
 /* Walk frames of SW->L from SW->f down through the end of one cframe's
- * segment. Appends to OUT (cap MAXN) and returns the count or -LS_E_*. */
+ * segment. Appends to OUT (cap MAXN) and returns the count or -LS_E_*.
+ * When OUT fills first, SW->full is set and SW is where the next call
+ * goes on. */
 static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int maxn,
 		    uint64_t nres_floor)
 {
 	int n = 0;
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
 	c->why = NULL;
+	sw->full = 0;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -689,6 +694,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			return n;
 		}
 	}
+	sw->full = 1;
 	return n;
 }
 
@@ -1191,12 +1197,45 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 	return 0;
 }
 
+/* Scratch frames of a walk, grown as deep stacks need. */
+struct fbuf {
+	struct frame *f;
+	int cap;
+};
+
+/* walk_seg() into FB->f[AT..], growing FB as needed: all frames of one
+ * cframe's segment, up to LUA_WALK_MAX_FRAMES in FB. Returns the count
+ * or -LS_E_* (-LS_E_NOMEM past the bound). */
+static int walk_seg_grow(struct ctx *c, struct segwalk *sw, struct fbuf *fb, int at,
+			 uint64_t nres_floor)
+{
+	int n = 0;
+	for (;;) {
+		int m = walk_seg(c, sw, fb->f + at + n, fb->cap - at - n, nres_floor);
+		if (m < 0)
+			return m;
+		n += m;
+		if (!sw->full)
+			return n;
+		if (fb->cap >= LUA_WALK_MAX_FRAMES)
+			return FAIL(-LS_E_NOMEM, "more than LUA_WALK_MAX_FRAMES Lua frames");
+		int nc = fb->cap ? 2 * fb->cap : FB_FRAMES;
+		if (nc > LUA_WALK_MAX_FRAMES)
+			nc = LUA_WALK_MAX_FRAMES;
+		struct frame *q = realloc(fb->f, (size_t)nc * sizeof *q);
+		if (!q)
+			return -LS_E_NOMEM;
+		fb->f = q;
+		fb->cap = nc;
+	}
+}
+
 /* The Lua frames of cur_L without native anchors (--lua-only): the top
  * frame from BASE/PC in rdx/rbx when the thread stopped in VM code, else
  * from L->base; then every frame down to the bottom of the stack (a
  * caller of a C frame has no known pc: line 0). Fills FB, count in *NF. */
 static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_snap *s, int have,
-			 struct frame *fb, int *nf)
+			 struct fbuf *fb, int *nf)
 {
 	*nf = 0;
 	if (!have || !s->cur_L)
@@ -1225,10 +1264,10 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	for (int k = 0; k < ncand; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
 		int n = 0;
-		for (int round = 0; round < MAX_SEGS && !sw.bottom && n < MAX_LFRAMES; round++) {
-			int m = walk_seg(c, &sw, fb + n, MAX_LFRAMES - n, 0);
+		for (int round = 0; round < MAX_SEGS && !sw.bottom; round++) {
+			int m = walk_seg_grow(c, &sw, fb, n, 0);
 			if (m < 0) {
 				if (n == 0)
 					break; /* try the next candidate */
@@ -1258,7 +1297,7 @@ struct wctx {
 	struct native_stack *tmp;    /* restart unwinds (allocated on first use) */
 	struct lua_walk *lw;         /* the segments produced */
 	struct walk_info *info;
-	struct frame *fb;            /* scratch frames of one segment (MAX_LFRAMES) */
+	struct fbuf fb;              /* scratch frames of one segment */
 	int nf;                      /* Lua frames produced so far */
 	int nsegs;                   /* segments produced so far */
 	/* where the VM frames start, and the trace the thread was stopped on */
@@ -1510,9 +1549,9 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 	for (int k = 0; k < nc; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
 		int steps = c->steps;
-		if (walk_seg(c, &t2, w->fb, MAX_LFRAMES - w->nf, floor) < 0) {
+		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
 			c->steps = steps;
 			continue;
 		}
@@ -1590,14 +1629,14 @@ static int walk_vm_frame(struct wctx *w, int i)
 		rd_ref(c, cf + c->l->cf_pc, &savepc);
 		w->sw.pc = savepc == L ? 0 : savepc;
 	}
-	int n = walk_seg(c, &w->sw, w->fb, MAX_LFRAMES - w->nf, floor);
+	int n = walk_seg_grow(c, &w->sw, &w->fb, 0, floor);
 	if (n < 0)
 		return n;
 	if (w->innermost && n > 0 && w->trace_n) {
-		w->fb[0].trace = w->trace_n;
+		w->fb.f[0].trace = w->trace_n;
 		w->info->trace = w->trace_n;
 	}
-	if ((rc = append_segment(w, i, w->fb, n)) < 0)
+	if ((rc = append_segment(w, i, w->fb.f, n)) < 0)
 		return rc;
 	if (w->innermost) {
 		struct lj_tidbuf *tb = tidbuf_get(c->vm, w->ts->tid, 0);
@@ -1635,15 +1674,14 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	struct ctx *c = &w.c;
 	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
 	memset(info, 0, sizeof *info);
-	w.fb = calloc(MAX_LFRAMES, sizeof *w.fb);
-	int rc = w.fb ? restart_after_trace(&w) : -LS_E_NOMEM;
+	int rc = restart_after_trace(&w);
 	if (rc == 0 && ts->native.n == 0) {
 		/* --lua-only / --nonblocking: no native frames to anchor the
 		 * segments; cur_L alone, top to bottom, as one segment */
 		int n = 0;
-		rc = lua_only_walk(c, ts, w.s, w.have, w.fb, &n);
+		rc = lua_only_walk(c, ts, w.s, w.have, &w.fb, &n);
 		if (n > 0) {
-			int rc2 = append_segment(&w, 0, w.fb, n);
+			int rc2 = append_segment(&w, 0, w.fb.f, n);
 			rc = rc < 0 ? rc : rc2;
 		}
 	}
@@ -1652,7 +1690,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (in_vm(vm, w.ns->f[i].pc))
 			rc = walk_vm_frame(&w, i);
 	remember_threads(&w);
-	free(w.fb);
+	free(w.fb.f);
 	free(w.tmp);
 	/* what discovery should do after this walk: learn names again
 	 * (modules required after the probe), adopt the states this walk or
@@ -1691,7 +1729,7 @@ static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t bas
 {
 	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
 		return -LS_E_GARBAGE;
-	struct segwalk sw = { L, stack, base - 8, 0, 0, 0 };
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0 };
 	int n = 0;
 	for (int seg = 0; seg < 256 && n < max && !sw.bottom; seg++) {
 		uint64_t before = sw.f;
