@@ -161,6 +161,37 @@ static int rd_cont(struct ctx *c, uint64_t f, uint64_t *contpc, uint64_t *contv)
 
 /* ---- protos ---- */
 
+/* Identity of chunk name string CHUNK as it is now: FNV-1a of its hash,
+ * length and first bytes. Read on every walk: a closed state's protos
+ * and strings come back at the same addresses in the next state, so an
+ * address alone names nothing. 0 or -LS_E_FAULT. */
+static int chunk_ident(struct ctx *c, uint64_t chunk, uint64_t *id)
+{
+	enum { HEAD = 32 };
+	uint8_t b[16 + HEAD];
+	unsigned at = c->l->str_len - 4u;          /* hash (u32), then len (u32) */
+	unsigned dat = c->l->str_data - at;        /* data, from AT */
+	if (dat + HEAD > sizeof b)
+		return -LS_E_FAULT;
+	size_t n = dat + HEAD;
+	if (mem_read(c->m, chunk + at, b, n) < 0) {
+		n = dat; /* a short string at the end of a mapping */
+		if (mem_read(c->m, chunk + at, b, n) < 0)
+			return -LS_E_FAULT;
+	}
+	uint32_t len;
+	memcpy(&len, b + 4, 4);
+	size_t use = dat + (len < n - dat ? len : n - dat);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < use; i++) {
+		if (i >= 8 && i < dat)
+			continue; /* padding between len and data */
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	}
+	*id = h;
+	return 0;
+}
+
 static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 {
 	const struct lj_objlayout *ol = c->ol;
@@ -194,10 +225,13 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 		uvinfo = 0;
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
 		varinfo = 0;
+	uint64_t chunkid;
+	if (chunk_ident(c, chunk, &chunkid) < 0)
+		return FAIL(-LS_E_GARBAGE, "chunkname unreadable");
 	unsigned hsh = (unsigned)((pt >> 3) * 2654435761u) % LJ_PT_CACHE;
 	struct lj_ptinfo *e = &c->vm->cache.pt[hsh];
 	if (e->pt == pt && e->sizebc == sizebc && e->sizept == sizept && e->firstline == firstline &&
-	    e->chunkname == chunk && e->lineinfo == lineinfo) {
+	    e->chunkname == chunk && e->chunkid == chunkid && e->lineinfo == lineinfo) {
 		*out = e;
 		return 0;
 	}
@@ -230,6 +264,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	e->k = lj_gcptr(c->vm->ol, k);
 	e->sizekgc = sizekgc;
 	e->chunkname = chunk;
+	e->chunkid = chunkid;
 	e->file = intern(ss);
 	*out = e;
 	return 0;
@@ -482,7 +517,8 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 	struct lj_namecache *e = &c->vm->cache.nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
 					     LJ_NAME_CACHE)];
 	if (e->used && e->pt == pt && e->pos == (uint32_t)pos && e->ins == ins &&
-	    e->sizebc == pi->sizebc && e->firstline == pi->firstline)
+	    e->sizebc == pi->sizebc && e->firstline == pi->firstline && e->chunkid == pi->chunkid &&
+	    e->varinfo == pi->varinfo)
 		return e->name;
 	uint32_t slot = (ins >> 8) & 0xff;
 	if (op == BC_ITERC)
@@ -491,7 +527,8 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 	const char *name = NULL;
 	if (slotname(c, pt, pi, (uint32_t)pos, slot, nm, sizeof nm))
 		name = intern(nm);
-	*e = (struct lj_namecache){ pt, (uint32_t)pos, ins, pi->sizebc, pi->firstline, name, 1 };
+	*e = (struct lj_namecache){ pt, (uint32_t)pos, ins, pi->sizebc, pi->firstline, pi->chunkid,
+				    pi->varinfo, name, 1 };
 	return name;
 }
 

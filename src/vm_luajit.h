@@ -89,13 +89,15 @@ struct lj_fname {                    /* C function / builtin name learned at pro
 	const char *name;            /* interned "string.format" */
 };
 
-struct lj_ptinfo {                   /* validated proto, cached by address */
+struct lj_ptinfo {                   /* validated proto, cached by address and
+                                      * checked against its contents each walk */
 	uint64_t pt;
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
 	uint64_t lineinfo, uvinfo, varinfo, k;
 	uint32_t sizekgc;
 	uint64_t chunkname;
+	uint64_t chunkid;            /* the chunk name's contents (chunk_ident) */
 	const char *file;            /* interned short_src */
 	uint32_t stamp;              /* first 8 bytes of bytecode for reuse check */
 	uint32_t stamp2;
@@ -105,6 +107,7 @@ struct lj_namecache {                /* callee names by caller proto + call site
 	uint64_t pt;
 	uint32_t pos, ins, sizebc;
 	int32_t firstline;
+	uint64_t chunkid, varinfo;   /* the proto's chunk and local names: addresses are reused */
 	const char *name;            /* NULL: no name */
 	int used;
 };
