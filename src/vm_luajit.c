@@ -1055,6 +1055,31 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 	}
 }
 
+/* Is G a state captures may use: found, or a valid candidate? */
+static int lj_state_known(const struct vm *vm, uint64_t g)
+{
+	for (int i = 0; i < vm->found.ng; i++)
+		if (vm->found.g[i] == g)
+			return 1;
+	for (int i = 0; i < vm->found.ncand; i++)
+		if (vm->found.cand[i].g == g)
+			return vm->found.cand[i].ok;
+	return 0;
+}
+
+/* Is the cframe of state G's running thread on TS's C stack (within
+ * 8 MiB above rsp)? Then TS runs G's Lua code. */
+static int state_on_stack(const struct vm *vm, struct mem *m, const struct thread_snap *ts,
+			  uint64_t g)
+{
+	uint64_t cl = 0, cf = 0;
+	if (lj_read_ref(vm->ol, m, g + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+	    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
+		return 0;
+	cf &= ~3ull;
+	return cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20);
+}
+
 static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 {
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
@@ -1075,23 +1100,21 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		    lj_state_usable(vm, &t->mem.base, cand, "DISPATCH register"))
 			g = cand;
 	}
-	if (!g && tb->g)
+	/* the state this tid ran last, while it is still known and its
+	 * running thread's cframe is still on this thread's stack (the tid's
+	 * thread may have closed it, or be another thread) */
+	if (!g && tb->g && lj_state_known(vm, tb->g) && state_on_stack(vm, m, ts, tb->g))
 		g = tb->g;
 	/* the states known, and those met but not adopted yet */
-	uint64_t known[2 * LJ_MAX_STATES];
-	int nk = g ? 0 : lj_states_known(vm, known);
+	int nk = g ? 0 : vm->found.ng + vm->found.ncand;
 	if (!g && nk == 1)
-		g = known[0];
+		g = vm->found.ng ? vm->found.g[0] : vm->found.cand[0].ok ? vm->found.cand[0].g : 0;
 	/* several states: the one whose running thread's cframe is on this
 	 * thread's stack */
-	for (int i = 0; !g && i < nk; i++) {
-		uint64_t cl = 0, cf = 0;
-		if (lj_read_ref(vm->ol, m, known[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
-		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
-			continue;
-		cf &= ~3ull;
-		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
-			g = known[i];
+	for (int i = 0; !g && nk > 1 && i < nk; i++) {
+		uint64_t k = i < vm->found.ng ? vm->found.g[i] : vm->found.cand[i - vm->found.ng].g;
+		if ((i < vm->found.ng || vm->found.cand[i - vm->found.ng].ok) && state_on_stack(vm, m, ts, k))
+			g = k;
 	}
 	if (!g)
 		return 0;
@@ -1868,11 +1891,7 @@ static const char *lj_describe(struct vm *vm)
 
 static void lj_close(struct vm *vm)
 {
-	if (!vm)
-		return;
-	for (int i = 0; i < LJ_TID_CACHE; i++)
-		free(vm->cache.tb[i].buf);
-	free(vm);
+	lj_vm_free(vm);
 }
 
 const struct vm_ops vm_luajit_ops = {

@@ -8,8 +8,9 @@
  *        luajit_states threads SECS  the same, but each state in a new
  *                                    thread that runs 50 ms and exits
  *        luajit_states many SECS     8 threads, each opens 12 states and
- *                                    spins in its last one, in function
- *                                    spin<i> of chunk "t<i>"
+ *                                    spins 50 ms in each in turn, in
+ *                                    function spin<i> of chunk "t<i>",
+ *                                    which calls the C function burn()
  * Every chunk spins in a Lua function until the wall clock (now(), a C
  * function: os.clock is the process's CPU time) passes its end. */
 #include <pthread.h>
@@ -20,6 +21,16 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
+
+/* burn(N): N iterations of C work (a C function under Lua) */
+static int l_burn(lua_State *L)
+{
+	volatile unsigned x = 0;
+	for (long i = (long)luaL_checknumber(L, 1); i > 0; i--)
+		x = x * 31 + (unsigned)i;
+	lua_pushnumber(L, x);
+	return 1;
+}
 
 static int l_now(lua_State *L)
 {
@@ -38,6 +49,7 @@ static lua_State *run_chunk(const char *code, const char *name, double secs, int
 		exit(1);
 	luaL_openlibs(L);
 	lua_register(L, "now", l_now);
+	lua_register(L, "burn", l_burn);
 	if (luaL_loadbuffer(L, code, strlen(code), name) != 0) {
 		fprintf(stderr, "%s\n", lua_tostring(L, -1));
 		exit(1);
@@ -72,19 +84,28 @@ static void *ab_thread(void *arg)
 	return NULL;
 }
 
+static double now(void);
+static double many_end;
+
 static void *many_thread(void *arg)
 {
 	int i = (int)(long)arg;
 	char code[512], name[16];
-	for (int k = 0; k < 11; k++)
-		run_chunk("local secs = ...", "=idle", 0, 1); /* kept open */
+	lua_State *L[12];
 	snprintf(code, sizeof code,
-		 "local secs = ...\n"
-		 "local function spin%d(n) local s = 0 for i = 1, n do s = s + i %% 7 end return s end\n"
-		 "local t1 = now() + secs\n"
-		 "while now() < t1 do spin%d(1000) end\n", i, i);
+		 "function spin%d(n) local s = 0 for i = 1, n do s = s + burn(1000) end return s end\n"
+		 "function run(secs) local t1 = now() + secs while now() < t1 do spin%d(10) end end\n",
+		 i, i);
 	snprintf(name, sizeof name, "@t%d", i);
-	run_chunk(code, name, 3600, 0);
+	for (int k = 0; k < 12; k++)
+		L[k] = run_chunk(code, name, 0, 1);
+	while (now() < many_end)
+		for (int k = 0; k < 12; k++) {
+			lua_getglobal(L[k], "run");
+			lua_pushnumber(L[k], 0.05);
+			if (lua_pcall(L[k], 1, 0, 0) != 0)
+				exit(1);
+		}
 	return NULL;
 }
 
@@ -114,6 +135,7 @@ int main(int argc, char **argv)
 		}
 	} else if (!strcmp(argv[1], "many")) {
 		pthread_t t[8];
+		many_end = end;
 		for (long i = 0; i < 8; i++)
 			pthread_create(&t[i], NULL, many_thread, (void *)i);
 		for (int i = 0; i < 8; i++)
