@@ -120,7 +120,7 @@ char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line)
 const char *frame_kind_name(int kind)
 {
 	static const char *const names[FRAME_KIND_MAX] = {
-		"native", "lua", "c", "vmstate", "root"
+		"native", "lua", "c", "vmstate", "root", "elided"
 	};
 	return kind >= 0 && kind < FRAME_KIND_MAX ? names[kind] : "unknown";
 }

@@ -16,6 +16,8 @@ enum frame_kind {
 	                   * builtin, FFI target) */
 	FRAME_VMSTATE,    /* pseudo frame: VM state leaf ([GC], [JIT trace 3]) */
 	FRAME_ROOT,       /* pseudo frame: process or thread root */
+	FRAME_ELIDED,     /* pseudo frame: "<elided N frames>", where merge_stacks()
+	                   * cut the middle of a stack too deep to keep */
 	FRAME_KIND_MAX
 };
 
@@ -51,7 +53,7 @@ void stack_free(struct stack *st);
  *   native: "clock_gettime (libc.so.6)"
  *   unnamed native/C code: "libfoo.so+0x1a2b3" (module and ELF offset,
  *           the module is not repeated), "[jit]", "[unknown]"
- *   vmstate/root: the name itself.
+ *   vmstate/root/elided: the name itself.
  * Writes at most LEN bytes including the NUL into BUF; returns BUF.
  * WITH_LINE = 0 drops the ":line" part (per-function aggregation). */
 char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line);
@@ -61,7 +63,8 @@ char *frame_label(const struct frame *fr, char *buf, size_t len, int with_line);
  * "[jit]" name what the code is: they count as names.) */
 int frame_is_unnamed(const struct frame *fr);
 
-/* Name of a frame kind for JSON ("native", "lua", "c", "vmstate", "root"). */
+/* Name of a frame kind for JSON ("native", "lua", "c", "vmstate", "root",
+ * "elided"). */
 const char *frame_kind_name(int kind);
 
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "elf_sym.h"
 #include "err.h"
+#include "htab.h"
 #include "intern.h"
 #include "merge.h"
 #include "proc_maps.h"
@@ -37,6 +38,35 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 	}
 }
 
+/* Append FR to OUT, past STACK_MAX_FRAMES (merge_elide() cuts the stack
+ * down at the end); a frame that finds no memory is dropped, as
+ * stack_push() drops it. Bounded by the inputs: UNWIND_MAX_FRAMES native
+ * frames and LUA_WALK_MAX_FRAMES Lua frames. */
+static void push(struct stack *out, const struct frame *fr)
+{
+	size_t cap = out->cap > 0 ? (size_t)out->cap : 0;
+	if (array_grow(&out->f, &cap, (size_t)out->n + 1, sizeof *out->f) < 0)
+		return;
+	out->cap = (int)cap;
+	out->f[out->n++] = *fr;
+}
+
+/* Cut OUT down to MERGE_KEEP_FRAMES when it is longer: its innermost and
+ * outermost frames stay, one FRAME_ELIDED frame "<elided N frames>"
+ * stands for the N between them, so every output shows the cut. */
+static void merge_elide(struct stack *out)
+{
+	if (out->n <= MERGE_KEEP_FRAMES)
+		return;
+	int inner = MERGE_KEEP_FRAMES / 2;
+	int outer = MERGE_KEEP_FRAMES - inner - 1;
+	int n = out->n - inner - outer;
+	struct frame e = { .kind = FRAME_ELIDED, .name = internf("<elided %d frames>", n) };
+	out->f[inner] = e;
+	memmove(&out->f[inner + 1], &out->f[out->n - outer], (size_t)outer * sizeof out->f[0]);
+	out->n = MERGE_KEEP_FRAMES;
+}
+
 /* Find the segments for native index I with the given REPLACE flag. */
 static int emit_segments(const struct lua_segment_old *segs, int nsegs, int i, int replace,
 			 int drop_c_of, struct stack *out)
@@ -49,7 +79,7 @@ static int emit_segments(const struct lua_segment_old *segs, int nsegs, int i, i
 		for (int j = 0; j < sg->n; j++) {
 			if (j == 0 && k == drop_c_of)
 				continue;
-			stack_push(out, &sg->f[j]);
+			push(out, &sg->f[j]);
 		}
 		emitted = 1;
 	}
@@ -108,7 +138,7 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 			if (c->name && c->name[0] != '[') {
 				fr = *c;
 				fr.module = cmod[i];
-				stack_push(out, &fr);
+				push(out, &fr);
 				continue;
 			}
 			fused = 0;
@@ -120,13 +150,14 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 			if (frame_is_unnamed(&fr) && c->name && !frame_is_unnamed(c))
 				fr.name = c->name; /* stripped: the Lua side knows it better */
 		}
-		stack_push(out, &fr);
+		push(out, &fr);
 	}
 	/* segments anchored past the end of the native stack (unwinding stopped early) */
 	for (int k = 0; k < nsegs; k++)
 		if (segs[k].native_index >= ns->n)
 			for (int j = 0; j < segs[k].n; j++)
-				stack_push(out, &segs[k].f[j]);
+				push(out, &segs[k].f[j]);
+	merge_elide(out);
 	return out->n;
 }
 

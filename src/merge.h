@@ -35,6 +35,12 @@ struct lua_walk {
 
 #define LUA_WALK_MAX_FRAMES (1 << 20)   /* 40 MiB of frames: past it, -LS_E_NOMEM */
 
+/* Frames a merged stack keeps at most: past it, merge_stacks() keeps its
+ * innermost and outermost frames and puts one FRAME_ELIDED frame
+ * "<elided N frames>" in between. Below STACK_MAX_FRAMES, so that the
+ * sampler's pseudo frames (vmstate, thread and process roots) still fit. */
+#define MERGE_KEEP_FRAMES (STACK_MAX_FRAMES - 8)
+
 /* Start a new segment for native frame NATIVE_INDEX (REPLACE as above);
  * lua_walk_push() appends to it. Returns 0 or -LS_E_NOMEM. */
 int lua_walk_segment(struct lua_walk *w, int native_index, int replace);
@@ -73,6 +79,7 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
  * stripped static one): the Lua-side frame takes the native frame's
  * place with the native module, unless its name is a "[...]" stand-in,
  * then the native frame stays as it is.
+ * A stack longer than MERGE_KEEP_FRAMES is cut in its middle (above).
  * Returns the number of frames, or -LS_E_NOMEM. */
 int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		 const struct lua_walk *w, struct stack *out);

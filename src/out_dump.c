@@ -25,10 +25,8 @@ void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
 	if (vmstate)
 		fprintf(f, " [%s]", vmstate);
 	fputc('\n', f);
-	if (error) {
+	if (error)
 		fprintf(f, "    <error: %s>\n", error);
-		return;
-	}
 	char buf[1024];
 	for (int i = 0; i < st->n; i++) {
 		const struct frame *fr = &st->f[i];

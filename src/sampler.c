@@ -71,9 +71,12 @@ static int walk(struct target *t, const struct sampler_opts *o, struct thread_sn
 		info->lua_frames = lua_walk_frames(&ts->lw);
 	if (!info->vmstate)
 		info->state = VMS_OTHER;
-	/* no VM: native frames only; a failed walk: nothing (an error sample) */
-	if (rc < 0)
+	/* no VM: native frames only; a failed walk is an error sample whose
+	 * OUT still holds the native stack (dump shows it with the error) */
+	if (rc < 0) {
+		merge_stacks(t->sym, &ts->native, NULL, out);
 		return rc;
+	}
 	return merge_stacks(t->sym, &ts->native, &ts->lw, out) < 0 ? -LS_E_NOMEM : 0;
 }
 

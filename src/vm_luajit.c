@@ -33,7 +33,8 @@
 #include "vm_luajit.h"
 
 #define SNAP_MAGIC 0x4c4a5331u
-#define MAX_LFRAMES 1024      /* Lua frames per thread */
+#define MAX_LFRAMES 1024      /* Lua frames per coroutine in --all-coroutines dumps */
+#define FB_FRAMES 256         /* first size of a walk's scratch frames (grown) */
 #define MAX_SEGS 64
 #define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
 
@@ -160,6 +161,37 @@ static int rd_cont(struct ctx *c, uint64_t f, uint64_t *contpc, uint64_t *contv)
 
 /* ---- protos ---- */
 
+/* Identity of chunk name string CHUNK as it is now: FNV-1a of its hash,
+ * length and first bytes. Read on every walk: a closed state's protos
+ * and strings come back at the same addresses in the next state, so an
+ * address alone names nothing. 0 or -LS_E_FAULT. */
+static int chunk_ident(struct ctx *c, uint64_t chunk, uint64_t *id)
+{
+	enum { HEAD = 32 };
+	uint8_t b[16 + HEAD];
+	unsigned at = c->l->str_len - 4u;          /* hash (u32), then len (u32) */
+	unsigned dat = c->l->str_data - at;        /* data, from AT */
+	if (dat + HEAD > sizeof b)
+		return -LS_E_FAULT;
+	size_t n = dat + HEAD;
+	if (mem_read(c->m, chunk + at, b, n) < 0) {
+		n = dat; /* a short string at the end of a mapping */
+		if (mem_read(c->m, chunk + at, b, n) < 0)
+			return -LS_E_FAULT;
+	}
+	uint32_t len;
+	memcpy(&len, b + 4, 4);
+	size_t use = dat + (len < n - dat ? len : n - dat);
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < use; i++) {
+		if (i >= 8 && i < dat)
+			continue; /* padding between len and data */
+		h = (h ^ b[i]) * 0x100000001b3ull;
+	}
+	*id = h;
+	return 0;
+}
+
 static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 {
 	const struct lj_objlayout *ol = c->ol;
@@ -193,10 +225,13 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 		uvinfo = 0;
 	if (varinfo && (varinfo < pt + ol->pt_size || varinfo >= pt + sizept))
 		varinfo = 0;
+	uint64_t chunkid;
+	if (chunk_ident(c, chunk, &chunkid) < 0)
+		return FAIL(-LS_E_GARBAGE, "chunkname unreadable");
 	unsigned hsh = (unsigned)((pt >> 3) * 2654435761u) % LJ_PT_CACHE;
 	struct lj_ptinfo *e = &c->vm->cache.pt[hsh];
 	if (e->pt == pt && e->sizebc == sizebc && e->sizept == sizept && e->firstline == firstline &&
-	    e->chunkname == chunk && e->lineinfo == lineinfo) {
+	    e->chunkname == chunk && e->chunkid == chunkid && e->lineinfo == lineinfo) {
 		*out = e;
 		return 0;
 	}
@@ -229,6 +264,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	e->k = lj_gcptr(c->vm->ol, k);
 	e->sizekgc = sizekgc;
 	e->chunkname = chunk;
+	e->chunkid = chunkid;
 	e->file = intern(ss);
 	*out = e;
 	return 0;
@@ -481,7 +517,8 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 	struct lj_namecache *e = &c->vm->cache.nc[(unsigned)(((pt >> 3) ^ ((uint64_t)pos * 2654435761u)) %
 					     LJ_NAME_CACHE)];
 	if (e->used && e->pt == pt && e->pos == (uint32_t)pos && e->ins == ins &&
-	    e->sizebc == pi->sizebc && e->firstline == pi->firstline)
+	    e->sizebc == pi->sizebc && e->firstline == pi->firstline && e->chunkid == pi->chunkid &&
+	    e->varinfo == pi->varinfo)
 		return e->name;
 	uint32_t slot = (ins >> 8) & 0xff;
 	if (op == BC_ITERC)
@@ -490,7 +527,8 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 	const char *name = NULL;
 	if (slotname(c, pt, pi, (uint32_t)pos, slot, nm, sizeof nm))
 		name = intern(nm);
-	*e = (struct lj_namecache){ pt, (uint32_t)pos, ins, pi->sizebc, pi->firstline, name, 1 };
+	*e = (struct lj_namecache){ pt, (uint32_t)pos, ins, pi->sizebc, pi->firstline, pi->chunkid,
+				    pi->varinfo, name, 1 };
 	return name;
 }
 
@@ -595,16 +633,20 @@ struct segwalk {
 	uint64_t pc;        /* its PC, 0 unknown */
 	int bottom;         /* reached the bottom of L */
 	int named_pending;  /* index in out of a frame waiting for its name */
+	int full;           /* walk_seg stopped because OUT was full: call again */
 };
 
 /* Walk frames of SW->L from SW->f down through the end of one cframe's
- * segment. Appends to OUT (cap MAXN) and returns the count or -LS_E_*. */
+ * segment. Appends to OUT (cap MAXN) and returns the count or -LS_E_*.
+ * When OUT fills first, SW->full is set and SW is where the next call
+ * goes on. */
 static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int maxn,
 		    uint64_t nres_floor)
 {
 	int n = 0;
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
 	c->why = NULL;
+	sw->full = 0;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -689,6 +731,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			return n;
 		}
 	}
+	sw->full = 1;
 	return n;
 }
 
@@ -1012,6 +1055,31 @@ static void copy_parents(struct vm *vm, struct target *t, struct thread_snap *ts
 	}
 }
 
+/* Is G a state captures may use: found, or a valid candidate? */
+static int lj_state_known(const struct vm *vm, uint64_t g)
+{
+	for (int i = 0; i < vm->found.ng; i++)
+		if (vm->found.g[i] == g)
+			return 1;
+	for (int i = 0; i < vm->found.ncand; i++)
+		if (vm->found.cand[i].g == g)
+			return vm->found.cand[i].ok;
+	return 0;
+}
+
+/* Is the cframe of state G's running thread on TS's C stack (within
+ * 8 MiB above rsp)? Then TS runs G's Lua code. */
+static int state_on_stack(const struct vm *vm, struct mem *m, const struct thread_snap *ts,
+			  uint64_t g)
+{
+	uint64_t cl = 0, cf = 0;
+	if (lj_read_ref(vm->ol, m, g + vm->lay->g_cur_L, &cl) < 0 || !cl ||
+	    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
+		return 0;
+	cf &= ~3ull;
+	return cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20);
+}
+
 static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 {
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
@@ -1032,23 +1100,21 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		    lj_state_usable(vm, &t->mem.base, cand, "DISPATCH register"))
 			g = cand;
 	}
-	if (!g && tb->g)
+	/* the state this tid ran last, while it is still known and its
+	 * running thread's cframe is still on this thread's stack (the tid's
+	 * thread may have closed it, or be another thread) */
+	if (!g && tb->g && lj_state_known(vm, tb->g) && state_on_stack(vm, m, ts, tb->g))
 		g = tb->g;
 	/* the states known, and those met but not adopted yet */
-	uint64_t known[2 * LJ_MAX_STATES];
-	int nk = g ? 0 : lj_states_known(vm, known);
+	int nk = g ? 0 : vm->found.ng + vm->found.ncand;
 	if (!g && nk == 1)
-		g = known[0];
+		g = vm->found.ng ? vm->found.g[0] : vm->found.cand[0].ok ? vm->found.cand[0].g : 0;
 	/* several states: the one whose running thread's cframe is on this
 	 * thread's stack */
-	for (int i = 0; !g && i < nk; i++) {
-		uint64_t cl = 0, cf = 0;
-		if (lj_read_ref(vm->ol, m, known[i] + vm->lay->g_cur_L, &cl) < 0 || !cl ||
-		    mem_read_u64(m, cl + vm->ol->L_cframe, &cf) < 0)
-			continue;
-		cf &= ~3ull;
-		if (cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20))
-			g = known[i];
+	for (int i = 0; !g && nk > 1 && i < nk; i++) {
+		uint64_t k = i < vm->found.ng ? vm->found.g[i] : vm->found.cand[i - vm->found.ng].g;
+		if ((i < vm->found.ng || vm->found.cand[i - vm->found.ng].ok) && state_on_stack(vm, m, ts, k))
+			g = k;
 	}
 	if (!g)
 		return 0;
@@ -1191,12 +1257,45 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 	return 0;
 }
 
+/* Scratch frames of a walk, grown as deep stacks need. */
+struct fbuf {
+	struct frame *f;
+	int cap;
+};
+
+/* walk_seg() into FB->f[AT..], growing FB as needed: all frames of one
+ * cframe's segment, up to LUA_WALK_MAX_FRAMES in FB. Returns the count
+ * or -LS_E_* (-LS_E_NOMEM past the bound). */
+static int walk_seg_grow(struct ctx *c, struct segwalk *sw, struct fbuf *fb, int at,
+			 uint64_t nres_floor)
+{
+	int n = 0;
+	for (;;) {
+		int m = walk_seg(c, sw, fb->f + at + n, fb->cap - at - n, nres_floor);
+		if (m < 0)
+			return m;
+		n += m;
+		if (!sw->full)
+			return n;
+		if (fb->cap >= LUA_WALK_MAX_FRAMES)
+			return FAIL(-LS_E_NOMEM, "more than LUA_WALK_MAX_FRAMES Lua frames");
+		int nc = fb->cap ? 2 * fb->cap : FB_FRAMES;
+		if (nc > LUA_WALK_MAX_FRAMES)
+			nc = LUA_WALK_MAX_FRAMES;
+		struct frame *q = realloc(fb->f, (size_t)nc * sizeof *q);
+		if (!q)
+			return -LS_E_NOMEM;
+		fb->f = q;
+		fb->cap = nc;
+	}
+}
+
 /* The Lua frames of cur_L without native anchors (--lua-only): the top
  * frame from BASE/PC in rdx/rbx when the thread stopped in VM code, else
  * from L->base; then every frame down to the bottom of the stack (a
  * caller of a C frame has no known pc: line 0). Fills FB, count in *NF. */
 static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_snap *s, int have,
-			 struct frame *fb, int *nf)
+			 struct fbuf *fb, int *nf)
 {
 	*nf = 0;
 	if (!have || !s->cur_L)
@@ -1225,10 +1324,10 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	for (int k = 0; k < ncand; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
 		int n = 0;
-		for (int round = 0; round < MAX_SEGS && !sw.bottom && n < MAX_LFRAMES; round++) {
-			int m = walk_seg(c, &sw, fb + n, MAX_LFRAMES - n, 0);
+		for (int round = 0; round < MAX_SEGS && !sw.bottom; round++) {
+			int m = walk_seg_grow(c, &sw, fb, n, 0);
 			if (m < 0) {
 				if (n == 0)
 					break; /* try the next candidate */
@@ -1258,7 +1357,7 @@ struct wctx {
 	struct native_stack *tmp;    /* restart unwinds (allocated on first use) */
 	struct lua_walk *lw;         /* the segments produced */
 	struct walk_info *info;
-	struct frame *fb;            /* scratch frames of one segment (MAX_LFRAMES) */
+	struct fbuf fb;              /* scratch frames of one segment */
 	int nf;                      /* Lua frames produced so far */
 	int nsegs;                   /* segments produced so far */
 	/* where the VM frames start, and the trace the thread was stopped on */
@@ -1510,9 +1609,9 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 	for (int k = 0; k < nc; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0 };
+		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
 		int steps = c->steps;
-		if (walk_seg(c, &t2, w->fb, MAX_LFRAMES - w->nf, floor) < 0) {
+		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
 			c->steps = steps;
 			continue;
 		}
@@ -1590,14 +1689,14 @@ static int walk_vm_frame(struct wctx *w, int i)
 		rd_ref(c, cf + c->l->cf_pc, &savepc);
 		w->sw.pc = savepc == L ? 0 : savepc;
 	}
-	int n = walk_seg(c, &w->sw, w->fb, MAX_LFRAMES - w->nf, floor);
+	int n = walk_seg_grow(c, &w->sw, &w->fb, 0, floor);
 	if (n < 0)
 		return n;
 	if (w->innermost && n > 0 && w->trace_n) {
-		w->fb[0].trace = w->trace_n;
+		w->fb.f[0].trace = w->trace_n;
 		w->info->trace = w->trace_n;
 	}
-	if ((rc = append_segment(w, i, w->fb, n)) < 0)
+	if ((rc = append_segment(w, i, w->fb.f, n)) < 0)
 		return rc;
 	if (w->innermost) {
 		struct lj_tidbuf *tb = tidbuf_get(c->vm, w->ts->tid, 0);
@@ -1635,15 +1734,14 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	struct ctx *c = &w.c;
 	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
 	memset(info, 0, sizeof *info);
-	w.fb = calloc(MAX_LFRAMES, sizeof *w.fb);
-	int rc = w.fb ? restart_after_trace(&w) : -LS_E_NOMEM;
+	int rc = restart_after_trace(&w);
 	if (rc == 0 && ts->native.n == 0) {
 		/* --lua-only / --nonblocking: no native frames to anchor the
 		 * segments; cur_L alone, top to bottom, as one segment */
 		int n = 0;
-		rc = lua_only_walk(c, ts, w.s, w.have, w.fb, &n);
+		rc = lua_only_walk(c, ts, w.s, w.have, &w.fb, &n);
 		if (n > 0) {
-			int rc2 = append_segment(&w, 0, w.fb, n);
+			int rc2 = append_segment(&w, 0, w.fb.f, n);
 			rc = rc < 0 ? rc : rc2;
 		}
 	}
@@ -1652,7 +1750,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (in_vm(vm, w.ns->f[i].pc))
 			rc = walk_vm_frame(&w, i);
 	remember_threads(&w);
-	free(w.fb);
+	free(w.fb.f);
 	free(w.tmp);
 	/* what discovery should do after this walk: learn names again
 	 * (modules required after the probe), adopt the states this walk or
@@ -1691,7 +1789,7 @@ static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t bas
 {
 	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
 		return -LS_E_GARBAGE;
-	struct segwalk sw = { L, stack, base - 8, 0, 0, 0 };
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0 };
 	int n = 0;
 	for (int seg = 0; seg < 256 && n < max && !sw.bottom; seg++) {
 		uint64_t before = sw.f;
@@ -1793,11 +1891,7 @@ static const char *lj_describe(struct vm *vm)
 
 static void lj_close(struct vm *vm)
 {
-	if (!vm)
-		return;
-	for (int i = 0; i < LJ_TID_CACHE; i++)
-		free(vm->cache.tb[i].buf);
-	free(vm);
+	lj_vm_free(vm);
 }
 
 const struct vm_ops vm_luajit_ops = {

@@ -71,7 +71,11 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci);
 
 /* ---- the VM found in a process ---- */
 
-#define LJ_MAX_STATES 16
+#define LJ_MAX_STATES 4096          /* states kept per process, and candidates queued:
+                                     * found.g and found.cand grow up to it (32 KiB +
+                                     * 96 KiB); a state past it is not used, and its
+                                     * threads' samples are errors with native stacks */
+#define LJ_BAD_STATES 64            /* refused candidates remembered (a ring) */
 #define LJ_MAX_NAMES 1024
 #define LJ_PT_CACHE 512
 #define LJ_TID_CACHE 64
@@ -89,13 +93,15 @@ struct lj_fname {                    /* C function / builtin name learned at pro
 	const char *name;            /* interned "string.format" */
 };
 
-struct lj_ptinfo {                   /* validated proto, cached by address */
+struct lj_ptinfo {                   /* validated proto, cached by address and
+                                      * checked against its contents each walk */
 	uint64_t pt;
 	uint32_t sizebc, sizept;
 	int32_t firstline, numline;
 	uint64_t lineinfo, uvinfo, varinfo, k;
 	uint32_t sizekgc;
 	uint64_t chunkname;
+	uint64_t chunkid;            /* the chunk name's contents (chunk_ident) */
 	const char *file;            /* interned short_src */
 	uint32_t stamp;              /* first 8 bytes of bytecode for reuse check */
 	uint32_t stamp2;
@@ -105,6 +111,7 @@ struct lj_namecache {                /* callee names by caller proto + call site
 	uint64_t pt;
 	uint32_t pos, ins, sizebc;
 	int32_t firstline;
+	uint64_t chunkid, varinfo;   /* the proto's chunk and local names: addresses are reused */
 	const char *name;            /* NULL: no name */
 	int used;
 };
@@ -128,9 +135,10 @@ struct lj_tidbuf {
  * writes it, never during a capture or a walk; the walker reads it and
  * may only queue candidates (lj_state_usable). */
 struct lj_found {
-	uint64_t g[LJ_MAX_STATES];   /* global_States found */
+	uint64_t *g;                 /* global_States found (grown, LJ_MAX_STATES) */
 	int ng;
-	uint64_t bad_g[LJ_MAX_STATES]; /* candidates already refused */
+	size_t capg;
+	uint64_t bad_g[LJ_BAD_STATES]; /* candidates already refused */
 	int nbad;
 	unsigned nbad_next;          /* bad_g slot to reuse when full */
 	/* states met by captures and walks but not in g[]: requests to
@@ -140,8 +148,9 @@ struct lj_found {
 		uint64_t g;
 		const char *how;     /* "DISPATCH register", "cframe anchor" */
 		int ok;              /* lj_check_g() passed */
-	} cand[LJ_MAX_STATES];
+	} *cand;                     /* grown, LJ_MAX_STATES */
 	int ncand;
+	size_t capcand;
 	struct lj_fname names[LJ_MAX_NAMES];
 	int nnames;
 	const char *ffname[256];     /* builtin id -> name */
@@ -203,10 +212,8 @@ int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
  * (modules required after the probe). Returns the states and names
  * found. */
 int lj_discover(struct vm *vm, struct target *t, unsigned what);
-/* The states a capture may pick from: found.g[], then the valid
- * candidates discovery has not adopted yet. Fills OUT (room for
- * 2 * LJ_MAX_STATES); returns the count. */
-int lj_states_known(const struct vm *vm, uint64_t *out);
+/* Free what VM's found and cache hold, then VM. */
+void lj_vm_free(struct vm *vm);
 /* Discovery for the candidates queued by lj_state_usable(): the valid
  * ones become states (lj_add_g), the others are remembered as refused.
  * Returns the states added. */

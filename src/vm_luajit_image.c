@@ -21,7 +21,7 @@ int lj_walk_image(const struct lj_layout *lay, struct mem *m, uint64_t g, uint64
 		L = g - lay->sizeof_L;   /* idle: the main thread */
 	if (rc == 0)
 		rc = L ? lj_thread_frames(vm, m, L, out, max) : -LS_E_GARBAGE;
-	free(vm);
+	lj_vm_free(vm);
 	return rc;
 }
 
@@ -41,6 +41,6 @@ int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, ui
 			rc = lj_find_resumers(vm, m, L, main_L, hdr, out, hdrs, max, &noscan);
 	}
 	free(hdrs);
-	free(vm);
+	lj_vm_free(vm);
 	return rc;
 }

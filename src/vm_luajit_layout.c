@@ -45,7 +45,7 @@ const struct lj_layout lj_layouts[] = {
 	{ "upstream 2.1 32-bit refs 2021-06..2024-04", "docs/luajit.md §3.6 row 394fb626 [src]",
 	  LJL_SNAP_MCOFS, 3176, 64, 25, 32, 136, 76, 140, 216, 288, 292, 848, 16, 20, CF32, -7 },
 	{ "upstream 2.1 32-bit refs >= 2025-11-10", "docs/luajit.md §3.6 row 5c647754 [src,live]",
-	  LJL_SNAP_MCOFS, 3208, 64, 25, 32, 136, 76, 140, 224, 296, 300, 864, 16, 20, CF32, -7 },
+	  LJL_SNAP_MCOFS, 3208, 64, 25, 32, 136, 76, 140, 216, 296, 300, 864, 16, 20, CF32, -7 },
 	{ "OpenResty luajit2 32-bit refs v2.1-20220111..20240314", "docs/luajit.md §3.7 [src]",
 	  LJL_OPENRESTY | LJL_SNAP_MCOFS, 3216, 80,
 	  25, 32, 136, 76, 140, 216, 288, 292, 856, 16, 20, CF32, -7 },

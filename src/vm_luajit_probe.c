@@ -18,6 +18,7 @@
 #include <dwarf.h>
 #include "elf_sym.h"
 #include "err.h"
+#include "htab.h"
 #include "intern.h"
 #include "msg.h"
 #include "proc_maps.h"
@@ -185,16 +186,20 @@ int lj_add_g(struct vm *vm, struct mem *m, uint64_t g, const char *how)
 		if (vm->found.bad_g[i] == g)
 			return -1;
 	if (lj_check_g(vm, m, g) < 0) {
-		if (vm->found.nbad < LJ_MAX_STATES)
+		if (vm->found.nbad < LJ_BAD_STATES)
 			vm->found.bad_g[vm->found.nbad++] = g;
 		else
-			vm->found.bad_g[(vm->found.nbad_next++) % LJ_MAX_STATES] = g;
+			vm->found.bad_g[(vm->found.nbad_next++) % LJ_BAD_STATES] = g;
 		msg_debug(2, "luajit: candidate global_State 0x%llx (%s) refused",
 			  (unsigned long long)g, how);
 		return -1;
 	}
-	if (vm->found.ng >= LJ_MAX_STATES)
+	if (vm->found.ng >= LJ_MAX_STATES ||
+	    array_grow(&vm->found.g, &vm->found.capg, (size_t)vm->found.ng + 1, sizeof *vm->found.g) < 0) {
+		msg_debug(1, "luajit: global_State 0x%llx (%s) not kept: %d states already",
+			  (unsigned long long)g, how, vm->found.ng);
 		return -1;
+	}
 	vm->found.g[vm->found.ng] = g;
 	msg_debug(1, "luajit: global_State 0x%llx (main lua_State 0x%llx) found by %s",
 		  (unsigned long long)g, (unsigned long long)(g - vm->lay->sizeof_L), how);
@@ -214,20 +219,22 @@ int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how)
 		if (vm->found.cand[i].g == g)
 			return vm->found.cand[i].ok;
 	int ok = lj_check_g(vm, m, g) == 0;
-	if (vm->found.ncand < LJ_MAX_STATES)
+	if (vm->found.ncand < LJ_MAX_STATES &&
+	    array_grow(&vm->found.cand, &vm->found.capcand, (size_t)vm->found.ncand + 1,
+		       sizeof *vm->found.cand) == 0)
 		vm->found.cand[vm->found.ncand++] = (struct lj_cand){ g, how, ok };
 	return ok;
 }
 
-int lj_states_known(const struct vm *vm, uint64_t *out)
+void lj_vm_free(struct vm *vm)
 {
-	int n = 0;
-	for (int i = 0; i < vm->found.ng; i++)
-		out[n++] = vm->found.g[i];
-	for (int i = 0; i < vm->found.ncand; i++)
-		if (vm->found.cand[i].ok)
-			out[n++] = vm->found.cand[i].g;
-	return n;
+	if (!vm)
+		return;
+	for (int i = 0; i < LJ_TID_CACHE; i++)
+		free(vm->cache.tb[i].buf);
+	free(vm->found.g);
+	free(vm->found.cand);
+	free(vm);
 }
 
 int lj_adopt_candidates(struct vm *vm, struct mem *m)

@@ -185,8 +185,8 @@ static void test_image(void)
 	struct vm *vm2 = calloc(1, sizeof *vm2);
 	*vm2 = (struct vm){ .lay = lay, .ol = &lj_obj_gc64, .vm_start = vm_start, .vm_end = vm_end };
 	CHECK(lj_learn_names(vm2, &mi.base, g) == 0 && vm2->found.nnames == 0);
-	free(vm);
-	free(vm2);
+	lj_vm_free(vm);
+	lj_vm_free(vm2);
 }
 
 /* Every layout row, on the image the fuzzer's seeds hold
@@ -266,7 +266,7 @@ static void test_stack_walk(void)
 		n = lj_thread_frames(vm, &mi.base, L, fr, 16);
 		CHECK(n <= 16);
 	}
-	free(vm);
+	lj_vm_free(vm);
 }
 
 /* lj_find_resumers: three threads on one C stack, main resumed co1 (from
@@ -352,7 +352,7 @@ static void test_resumers(void)
 	put64(y2 + lay->cf_L, 0x7f0000000000ull);
 	n = lj_find_resumers(vm, &mi.base, co2, mainL, AT(co2), out, hdrs, 3, NULL);
 	CHECK(n == 1 && out[0] == co1);
-	free(vm);
+	lj_vm_free(vm);
 }
 
 /* --rows NAME: the offsets of the layout row whose name contains NAME
