@@ -68,27 +68,37 @@ static void merge_elide(struct stack *out)
 }
 
 /* Find the segments for native index I with the given REPLACE flag. */
-static int emit_segments(const struct lua_segment_old *segs, int nsegs, int i, int replace,
-			 int drop_c_of, struct stack *out)
+static int emit_segments(const struct lua_walk *w, int i, int replace, int drop_c_of,
+			 struct stack *out)
 {
 	int emitted = 0;
-	for (int k = 0; k < nsegs; k++) {
-		const struct lua_segment_old *sg = &segs[k];
+	for (int k = 0; k < w->nseg; k++) {
+		const struct lua_segment *sg = &w->seg[k];
 		if (sg->native_index != i || sg->replace != replace)
 			continue;
 		for (int j = 0; j < sg->n; j++) {
 			if (j == 0 && k == drop_c_of)
 				continue;
-			push(out, &sg->f[j]);
+			push(out, &w->f[sg->first + j]);
 		}
 		emitted = 1;
 	}
 	return emitted;
 }
 
-int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
-		     const struct lua_segment_old *segs, int nsegs, struct stack *out)
+static const struct lua_walk no_lua; /* merge_stacks(..., NULL, ...) */
+
+/* The innermost frame of segment K of W. */
+static const struct frame *seg_top(const struct lua_walk *w, int k)
 {
+	return &w->f[w->seg[k].first];
+}
+
+int merge_stacks(struct symtab *s, const struct native_stack *ns,
+		 const struct lua_walk *w, struct stack *out)
+{
+	if (!w)
+		w = &no_lua;
 	stack_clear(out);
 	/* which native frames are one activation with a segment's C function:
 	 * CMATCH[i] = k when native frame i is segment k's C function, by its
@@ -99,12 +109,12 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 	const char *cmod[UNWIND_MAX_FRAMES];
 	for (int i = 0; i < ns->n; i++)
 		cmatch[i] = -1;
-	for (int k = 0; k < nsegs; k++) {
-		const struct lua_segment_old *sg = &segs[k];
+	for (int k = 0; k < w->nseg; k++) {
+		const struct lua_segment *sg = &w->seg[k];
 		int i = sg->native_index;
 		if (!sg->replace || sg->n == 0 || i <= 0 || i > ns->n)
 			continue;
-		const struct frame *c = &sg->f[0];
+		const struct frame *c = seg_top(w, k);
 		if (c->kind != FRAME_C || c->addr == 0)
 			continue;
 		struct sym_info si;
@@ -121,12 +131,12 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		cmod[i - 1] = si.module;
 	}
 	for (int i = 0; i < ns->n; i++) {
-		emit_segments(segs, nsegs, i, 0, -1, out);
+		emit_segments(w, i, 0, -1, out);
 		int dropk = -1;
-		for (int k = 0; k < nsegs; k++)
-			if (segs[k].native_index == i && segs[k].replace && i > 0 && cmatch[i - 1] == k)
+		for (int k = 0; k < w->nseg; k++)
+			if (w->seg[k].native_index == i && w->seg[k].replace && i > 0 && cmatch[i - 1] == k)
 				dropk = k;
-		if (emit_segments(segs, nsegs, i, 1, dropk, out))
+		if (emit_segments(w, i, 1, dropk, out))
 			continue;
 		struct frame fr;
 		int fused = cmatch[i] >= 0;
@@ -134,7 +144,7 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 			/* the symbol covering the pc is not the function's: the
 			 * Lua side's name (unless it has none either), else the
 			 * native frame as it is */
-			const struct frame *c = &segs[cmatch[i]].f[0];
+			const struct frame *c = seg_top(w, cmatch[i]);
 			if (c->name && c->name[0] != '[') {
 				fr = *c;
 				fr.module = cmod[i];
@@ -145,7 +155,7 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		}
 		merge_native_frame(s, &ns->f[i], &fr);
 		if (fused) {
-			const struct frame *c = &segs[cmatch[i]].f[0];
+			const struct frame *c = seg_top(w, cmatch[i]);
 			fr.kind = FRAME_C;
 			if (frame_is_unnamed(&fr) && c->name && !frame_is_unnamed(c))
 				fr.name = c->name; /* stripped: the Lua side knows it better */
@@ -153,38 +163,32 @@ int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
 		push(out, &fr);
 	}
 	/* segments anchored past the end of the native stack (unwinding stopped early) */
-	for (int k = 0; k < nsegs; k++)
-		if (segs[k].native_index >= ns->n)
-			for (int j = 0; j < segs[k].n; j++)
-				push(out, &segs[k].f[j]);
+	for (int k = 0; k < w->nseg; k++)
+		if (w->seg[k].native_index >= ns->n)
+			for (int j = 0; j < w->seg[k].n; j++)
+				push(out, &w->f[w->seg[k].first + j]);
 	merge_elide(out);
 	return out->n;
 }
 
 /* ---- struct lua_walk ---- */
 
-static int grow(void **p, int *cap, int need, size_t size, int max)
+/* Room for NEED items of SIZE at *P (capacity *CAP), at most
+ * LUA_WALK_MAX_FRAMES. 0 or -LS_E_NOMEM. */
+static int walk_grow(void *p, int *cap, int need, size_t size)
 {
-	if (need <= *cap)
-		return 0;
-	if (need > max)
+	if (need > LUA_WALK_MAX_FRAMES)
 		return -LS_E_NOMEM;
-	int nc = *cap ? *cap : 64;
-	while (nc < need)
-		nc *= 2;
-	if (nc > max)
-		nc = max;
-	void *q = realloc(*p, (size_t)nc * size);
-	if (!q)
+	size_t c = *cap > 0 ? (size_t)*cap : 0;
+	if (array_grow(p, &c, (size_t)need, size) < 0)
 		return -LS_E_NOMEM;
-	*p = q;
-	*cap = nc;
+	*cap = (int)c;
 	return 0;
 }
 
 int lua_walk_segment(struct lua_walk *w, int native_index, int replace)
 {
-	int rc = grow((void **)&w->seg, &w->capseg, w->nseg + 1, sizeof *w->seg, LUA_WALK_MAX_FRAMES);
+	int rc = walk_grow(&w->seg, &w->capseg, w->nseg + 1, sizeof *w->seg);
 	if (rc < 0)
 		return rc;
 	w->seg[w->nseg++] = (struct lua_segment){ native_index, replace, w->nf, 0 };
@@ -196,7 +200,7 @@ int lua_walk_push(struct lua_walk *w, const struct frame *fr)
 	int rc;
 	if (w->nseg == 0 && (rc = lua_walk_segment(w, 0, 1)) < 0)
 		return rc;
-	if ((rc = grow((void **)&w->f, &w->capf, w->nf + 1, sizeof *w->f, LUA_WALK_MAX_FRAMES)) < 0)
+	if ((rc = walk_grow(&w->f, &w->capf, w->nf + 1, sizeof *w->f)) < 0)
 		return rc;
 	w->f[w->nf++] = *fr;
 	w->seg[w->nseg - 1].n++;
@@ -219,20 +223,4 @@ void lua_walk_free(struct lua_walk *w)
 	free(w->f);
 	free(w->seg);
 	memset(w, 0, sizeof *w);
-}
-
-int merge_stacks(struct symtab *s, const struct native_stack *ns,
-		 const struct lua_walk *w, struct stack *out)
-{
-	if (!w || w->nseg == 0)
-		return merge_stacks_old(s, ns, NULL, 0, out);
-	struct lua_segment_old *segs = malloc((size_t)w->nseg * sizeof *segs);
-	if (!segs)
-		return -LS_E_NOMEM;
-	for (int k = 0; k < w->nseg; k++)
-		segs[k] = (struct lua_segment_old){ w->seg[k].native_index, w->seg[k].replace,
-						    w->f + w->seg[k].first, w->seg[k].n };
-	int rc = merge_stacks_old(s, ns, segs, w->nseg, out);
-	free(segs);
-	return rc;
 }

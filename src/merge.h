@@ -52,14 +52,6 @@ int lua_walk_frames(const struct lua_walk *w);
 void lua_walk_reset(struct lua_walk *w);
 void lua_walk_free(struct lua_walk *w);
 
-/* TRANSITIONAL (the old walk_merged contract; goes when both walkers
- * return a lua_walk): segments that point at their frames. */
-struct lua_segment_old {
-	int native_index;
-	int replace;
-	struct frame *f;
-	int n;
-};
 
 /* Symbolize native frame NF into OUT (kind FRAME_NATIVE): symbol name
  * when its size covers the pc, else "MODULE+0xOFF" (OFF: ELF address of
@@ -80,11 +72,8 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
  * place with the native module, unless its name is a "[...]" stand-in,
  * then the native frame stays as it is.
  * A stack longer than MERGE_KEEP_FRAMES is cut in its middle (above).
- * Returns the number of frames, or -LS_E_NOMEM. */
+ * W may be NULL (native frames only). Returns the number of frames. */
 int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		 const struct lua_walk *w, struct stack *out);
-/* TRANSITIONAL: the same over pointer segments. */
-int merge_stacks_old(struct symtab *s, const struct native_stack *ns,
-		     const struct lua_segment_old *segs, int nsegs, struct stack *out);
 
 #endif

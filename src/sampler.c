@@ -59,14 +59,8 @@ static int walk(struct target *t, const struct sampler_opts *o, struct thread_sn
 	}
 	lua_walk_reset(&ts->lw);
 	int rc = 0;
-	if (t->vm && t->vm_ops->walk) {
+	if (t->vm && t->vm_ops->walk)
 		rc = t->vm_ops->walk(t->vm, t, ts, &ts->lw, info);
-	} else if (t->vm && t->vm_ops->walk_merged) {
-		rc = t->vm_ops->walk_merged(t->vm, t, ts, out, info);
-		if (!info->vmstate)
-			info->state = VMS_OTHER;
-		return rc;
-	}
 	if (info->lua_frames == 0)
 		info->lua_frames = lua_walk_frames(&ts->lw);
 	if (!info->vmstate)

@@ -111,10 +111,6 @@ struct vm_ops {
 	 * thread not running Lua: 0, no segments, INFO->lua_frames = 0. */
 	int (*walk)(struct vm *vm, struct target *t, struct thread_snap *ts,
 		    struct lua_walk *w, struct walk_info *info);
-	/* TRANSITIONAL, to be removed: the old contract, a merged stack in
-	 * OUT. The sampler uses walk when set, else this. */
-	int (*walk_merged)(struct vm *vm, struct target *t, struct thread_snap *ts,
-			   struct stack *out, struct walk_info *info);
 	/* One-line description: "LuaJIT 2.1 GC64 (upstream, Debian 2022)", "Lua 5.4.4". */
 	const char *(*describe)(struct vm *vm);
 	/* Optional: every coroutine found (dump --all-coroutines); may be NULL.
