@@ -165,10 +165,12 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 	if (!ptr_ok(stack) || last < stack)
 		return -LS_E_TORN;
 	if (lay->L_end_ci >= 0) {
-		/* 5.1: contiguous CallInfo array [base_ci, end_ci) */
+		/* 5.1: contiguous CallInfo array [base_ci, end_ci]: lstate.c sets
+		 * end_ci = base_ci + size_ci - 1, the last usable entry, and
+		 * inc_ci grows the array only when ci == end_ci */
 		uint64_t base = g64(lb, lay->L_base_ci), end = g64(lb, lay->L_end_ci);
 		uint64_t sz = (uint64_t)lay->ci_size;
-		if (!ptr_ok(base) || ci < base || ci >= end || (ci - base) % sz || (end - base) / sz > 40000)
+		if (!ptr_ok(base) || ci < base || ci > end || (ci - base) % sz || (end - base) / sz > 40000)
 			return -LS_E_TORN;
 		uint64_t nci = (ci - base) / sz + 1, lo = 1;
 		if (nci > MAX_RAW + 1) {
