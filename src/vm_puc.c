@@ -12,14 +12,16 @@
 /* ---- discovery --------------------------------------------------------------- */
 
 /* vm_ops.discover, after the release (never inside a walk): what the
- * walks asked for in WHAT. VM_DISC_STATES: main states from the heap when
- * none is known, and the C function names of new ones; VM_DISC_NAMES:
- * the names of every state again; VM_DISC_COROS: the coroutine list.
- * Returns the states and coroutines not known before. */
+ * walks asked for in WHAT. VM_DISC_STATES: main states from the heap (a
+ * walk asks when none is known, or when luaV_execute runs on a thread
+ * but no known state does: one created after the last scan; the sampler's
+ * back-off paces the scans), and the C function names of new ones;
+ * VM_DISC_NAMES: the names of every state again; VM_DISC_COROS: the
+ * coroutine list. Returns the states and coroutines not known before. */
 static int puc_discover(struct vm *vm, struct target *t, unsigned what)
 {
 	int before = vm->nstates, found = 0;
-	if ((what & VM_DISC_STATES) && vm->nstates == 0)
+	if (what & VM_DISC_STATES)
 		puc_find_states(vm, t);
 	for (int k = (what & VM_DISC_NAMES) ? 0 : before; k < vm->nstates; k++)
 		puc_load_cnames(vm, t, vm->states[k]);

@@ -77,6 +77,32 @@
 	.t_metatable = 40, .node_size = nodesz, .node_key_tt = 24,                 \
 	.node_key_tt_size = 4, .node_key_val = 16
 
+/* 5.2.0-5.2.3 keep 5.1's Table order; lua/lua dace83ea (2014-05-07,
+ * "better alignment for struct 'Table'") gave 5.2.4 the order above */
+#define TABLE520_523                                                               \
+	.t_lsizenode = 11, .t_metatable = 16, .t_array = 24, .t_node = 32,         \
+	.t_sizearray = 56, .node_size = 40, .node_key_tt = 24,                     \
+	.node_key_tt_size = 4, .node_key_val = 16
+
+/* 5.2.1-5.2.4: 'extra' left CallInfo's C part, u.l.savedpc moved to 56 */
+#define ROW521(nm, lo, hi, table, src)                                             \
+	{ .name = nm, .minor = 2, .rel_lo = lo, .rel_hi = hi, .isa = PUC_ISA_52,   \
+	  .exec = PUC_EXEC_REENTRY, .source = src,                                 \
+	  .L_status = 10, .L_top = 16, .L_base = -1, .L_l_G = 24, .L_ci = 32,      \
+	  .L_savedpc = -1, .L_stack_last = 48, .L_stack = 56, .L_end_ci = -1,      \
+	  .L_base_ci = 128, .L_nCcalls = 70, .L_errorJmp = 112, .L_size = 208,     \
+	  .L_nCcalls_size = 2,                                                     \
+	  .ci_func = 0, .ci_top = 8, .ci_base = 48, .ci_previous = 16,             \
+	  .ci_next = 24, .ci_savedpc = 56, .ci_callstatus = 34,                    \
+	  .ci_callstatus_size = 1, .ci_tailcalls = -1, .ci_size = 80,              \
+	  .g_frealloc = 0, .g_ud = 8, .g_strt_size = 60, .g_l_registry = 64,       \
+	  .g_currentwhite = 84, .g_allgc = 96, .g_mainthread = 264,                \
+	  .g_tmname = 288, .white_mask = 0x03, .lx_l = 0, .lg_size = 704,          \
+	  CLOSURES52, PROTO52, .str_len = PUC_STR_SIZET, .ts_data = 24, table,     \
+	  TAGS5253,                                                                \
+	  .cist_lua = 0x01, .cist_hooked = 0x02, .cist_reentry = 0x04,             \
+	  .cist_tail = 0x40, .num_opcodes = 40 }
+
 #define CLOSURES52 .cl_isC = -1, .cl_nupvalues = 10, .ccl_f = 24, .ccl_upvalue = 32, .lcl_p = 24
 
 /* lua_State 5.3 (status moves to 12 with nci in 5.3.2) */
@@ -127,7 +153,8 @@ const struct puc_layout puc_layouts[] = {
 	ROW51("5.1", 0, 5, 11, 24, 32, 56, 16, "src 5.1.1/5.1.5, dwarf Debian 5.1.5"),
 	/* Redis's Lua 5.1.5 adds 'int readonly' to Table (docs/puc-lua.md §11) */
 	ROW51("5.1-redis", 5, 5, 16, 32, 40, 64, 24, "static: redis 7.0 lua_isreadonlytable"),
-	/* 5.2.0: u.l.savedpc at 48, shorter global_State, isC still present */
+	/* 5.2.0: u.l.savedpc at 48 ('extra' still in the C part: sizeof 80),
+	 * shorter global_State, isC still present, 5.1's Table order */
 	{ .name = "5.2.0", .minor = 2, .rel_lo = 0, .rel_hi = 0, .isa = PUC_ISA_52,
 	  .exec = PUC_EXEC_REENTRY, .source = "src 5.2.0 (gcc -g ptype/o), live build of the v5.2.0 tag",
 	  .L_status = 10, .L_top = 16, .L_base = -1, .L_l_G = 24, .L_ci = 32,
@@ -136,34 +163,21 @@ const struct puc_layout puc_layouts[] = {
 	  .L_nCcalls_size = 2,
 	  .ci_func = 0, .ci_top = 8, .ci_base = 40, .ci_previous = 16, .ci_next = 24,
 	  .ci_savedpc = 48, .ci_callstatus = 34, .ci_callstatus_size = 1,
-	  .ci_tailcalls = -1, .ci_size = 72,
+	  .ci_tailcalls = -1, .ci_size = 80,
 	  .g_frealloc = 0, .g_ud = 8, .g_strt_size = 52, .g_l_registry = 56,
 	  .g_currentwhite = 72, .g_allgc = 80, .g_mainthread = 240, .g_tmname = 264,
 	  .white_mask = 0x03, .lx_l = 0, .lg_size = 680,
 	  .cl_isC = 10, .cl_nupvalues = 11, .ccl_f = 24, .ccl_upvalue = 32, .lcl_p = 24,
-	  PROTO52, .str_len = PUC_STR_SIZET, .ts_data = 24, TABLE5253(40),
+	  PROTO52, .str_len = PUC_STR_SIZET, .ts_data = 24, TABLE520_523,
 	  .tv_tt_size = 4, .tag_nil = 0, .tag_sstr = 0x44, .tag_lstr = 0x44,
 	  .tag_table = 0x45, .tag_lcl = 0x46, .tag_ccl = 0x66, .tag_lcf = 0x16,
 	  .tag_thread = 0x48, .gct_thread = 8, .gct_sstr = 4, .gct_lstr = 4,
 	  .gct_table = 5, .gct_lcl = 6, .gct_ccl = 0x26,
 	  .cist_lua = 0x01, .cist_hooked = 0x02, .cist_reentry = 0x04, .cist_tail = 0x40,
 	  .num_opcodes = 40 },
-	{ .name = "5.2.1-5.2.4", .minor = 2, .rel_lo = 1, .rel_hi = 4, .isa = PUC_ISA_52,
-	  .exec = PUC_EXEC_REENTRY, .source = "src 5.2.1-5.2.4, live Debian 5.2.4",
-	  .L_status = 10, .L_top = 16, .L_base = -1, .L_l_G = 24, .L_ci = 32,
-	  .L_savedpc = -1, .L_stack_last = 48, .L_stack = 56, .L_end_ci = -1,
-	  .L_base_ci = 128, .L_nCcalls = 70, .L_errorJmp = 112, .L_size = 208,
-	  .L_nCcalls_size = 2,
-	  .ci_func = 0, .ci_top = 8, .ci_base = 48, .ci_previous = 16, .ci_next = 24,
-	  .ci_savedpc = 56, .ci_callstatus = 34, .ci_callstatus_size = 1,
-	  .ci_tailcalls = -1, .ci_size = 80,
-	  .g_frealloc = 0, .g_ud = 8, .g_strt_size = 60, .g_l_registry = 64,
-	  .g_currentwhite = 84, .g_allgc = 96, .g_mainthread = 264, .g_tmname = 288,
-	  .white_mask = 0x03, .lx_l = 0, .lg_size = 704,
-	  CLOSURES52, PROTO52, .str_len = PUC_STR_SIZET, .ts_data = 24, TABLE5253(40),
-	  TAGS5253,
-	  .cist_lua = 0x01, .cist_hooked = 0x02, .cist_reentry = 0x04, .cist_tail = 0x40,
-	  .num_opcodes = 40 },
+	ROW521("5.2.1-5.2.3", 1, 3, TABLE520_523,
+	       "src 5.2.1-5.2.3 (Table: v5.2.1-v5.2.3 tags), live builds of v5.2.3"),
+	ROW521("5.2.4", 4, 4, TABLE5253(40), "src 5.2.4, live Debian 5.2.4"),
 	/* 5.3.0: TString characters at +32, no nci, Mbuffer in global_State */
 	{ .name = "5.3.0", .minor = 3, .rel_lo = 0, .rel_hi = 0, .isa = PUC_ISA_53,
 	  .exec = PUC_EXEC_REENTRY, .source = "src 5.3.0 (gcc -g ptype/o), live build of the v5.3.0 tag",

@@ -608,14 +608,58 @@ void puc_set_co_names(struct vm *vm)
 
 /* ---- probe ------------------------------------------------------------------ */
 
+#define IDENT_SCAN_MAP (32u << 20)    /* skip read-only mappings larger than this */
+#define IDENT_SCAN_TOTAL (256u << 20) /* and stop after this much */
+
+/* No lua_ident symbol (a static, stripped host): lapi.c's lua_ident text
+ * is still in the read-only data of the module that links Lua: "$Lua: Lua
+ * 5.1..." or "$LuaVersion: Lua 5.x...". Its address and module (*MOD:
+ * the basename), or 0. Bounded: read-only file mappings up to 32 MiB,
+ * 256 MiB in all. */
+static uint64_t find_ident_text(struct target *t, const char **mod)
+{
+	static const char *const pat[] = { "$LuaVersion: Lua 5.", "$Lua: Lua 5.1" };
+	const struct proc_maps *maps = symtab_maps(t->sym);
+	uint64_t total = 0;
+	for (int i = 0; i < maps->n; i++) {
+		const struct proc_map *pm = &maps->m[i];
+		if (!proc_map_is_file(pm) || !(pm->perms & MAP_R) || (pm->perms & MAP_W))
+			continue;
+		uint64_t len = pm->end - pm->start;
+		if (len > IDENT_SCAN_MAP || total + len > IDENT_SCAN_TOTAL)
+			continue;
+		total += len;
+		uint8_t *buf = malloc((size_t)len);
+		if (!buf)
+			return 0;
+		ssize_t got = t->mem.base.read(&t->mem.base, pm->start, buf, (size_t)len);
+		for (size_t k = 0; got > 0 && k < sizeof pat / sizeof pat[0]; k++) {
+			const uint8_t *hit = memmem(buf, (size_t)got, pat[k], strlen(pat[k]));
+			if (hit) {
+				uint64_t a = pm->start + (uint64_t)(hit - buf);
+				free(buf);
+				*mod = pm->name;
+				msg_debug(1, "puc: no lua_ident symbol; its text at 0x%llx in %s",
+					  (unsigned long long)a, pm->name);
+				return a;
+			}
+		}
+		free(buf);
+	}
+	return 0;
+}
+
 int puc_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen)
 {
 	(void)flags; /* unused: the PUC probe does the same for record, top and dump */
 	uint64_t size = 0;
 	const char *mod = NULL;
 	uint64_t a = symtab_find(t->sym, "lua_ident", &size, &mod);
+	const char *via = "lua_ident";
+	if (!a && (a = find_ident_text(t, &mod)))
+		via = "the lua_ident text";
 	if (!a) {
-		msg_debug(1, "puc: no lua_ident symbol: not PUC Lua");
+		msg_debug(1, "puc: no lua_ident symbol or text: not PUC Lua");
 		return 0;
 	}
 	char s[200];
@@ -667,7 +711,7 @@ int puc_probe(struct target *t, unsigned flags, struct vm **out, char *why, size
 	vm->lua_module = mod;
 	snprintf(vm->desc, sizeof vm->desc, "Lua 5.%d.%d%s (%s)", minor, patch < 0 ? 0 : patch,
 		 lay == &puc_layouts[1] ? " (redis)" : "", mod ? mod : "?");
-	msg_debug(1, "puc: lua_ident in %s says \"%s\": layout %s [%s]", mod ? mod : "?", shown,
+	msg_debug(1, "puc: %s in %s says \"%s\": layout %s [%s]", via, mod ? mod : "?", shown,
 		  lay->name, lay->source);
 	puc_find_states(vm, t);
 	if (vm->nstates == 0)

@@ -165,10 +165,12 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 	if (!ptr_ok(stack) || last < stack)
 		return -LS_E_TORN;
 	if (lay->L_end_ci >= 0) {
-		/* 5.1: contiguous CallInfo array [base_ci, end_ci) */
+		/* 5.1: contiguous CallInfo array [base_ci, end_ci]: lstate.c sets
+		 * end_ci = base_ci + size_ci - 1, the last usable entry, and
+		 * inc_ci grows the array only when ci == end_ci */
 		uint64_t base = g64(lb, lay->L_base_ci), end = g64(lb, lay->L_end_ci);
 		uint64_t sz = (uint64_t)lay->ci_size;
-		if (!ptr_ok(base) || ci < base || ci >= end || (ci - base) % sz || (end - base) / sz > 40000)
+		if (!ptr_ok(base) || ci < base || ci > end || (ci - base) % sz || (end - base) / sz > 40000)
 			return -LS_E_TORN;
 		uint64_t nci = (ci - base) / sz + 1, lo = 1;
 		if (nci > MAX_RAW + 1) {
@@ -582,6 +584,16 @@ static void seg_close(struct wctx *c, int ni, int replace)
 	}
 }
 
+/* Is a luaV_execute frame on the native stack: the VM runs Lua here? */
+static int native_in_exec(const struct wctx *c)
+{
+	const struct native_stack *ns = c->ns;
+	for (int k = 0; k < ns->n; k++)
+		if (in_exec(c->vm, ns->f[k].pc - !(ns->f[k].flags & NF_LEAF)))
+			return 1;
+	return 0;
+}
+
 /* No frame captured: luaV_execute (or lua_resume) on the stack but no
  * state for it means a state or a coroutine born after the last scan;
  * discovery looks for them after the release (the sampler paces it). */
@@ -589,10 +601,9 @@ static void walk_none(struct wctx *c, struct walk_info *info)
 {
 	const struct native_stack *ns = c->ns;
 	struct vm *vm = c->vm;
-	int in_lua = 0;
+	int in_lua = native_in_exec(c);
 	for (int k = 0; k < ns->n && !in_lua; k++)
-		in_lua = in_exec(vm, ns->f[k].pc - !(ns->f[k].flags & NF_LEAF)) ||
-			 (vm->resume_fn && puc_native_start(vm, c->t, &ns->f[k]) == vm->resume_fn);
+		in_lua = vm->resume_fn && puc_native_start(vm, c->t, &ns->f[k]) == vm->resume_fn;
 	if (in_lua || vm->nstates == 0)
 		info->discover |= VM_DISC_STATES | VM_DISC_COROS;
 }
@@ -811,10 +822,13 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 		return vm->raw_err;
 	struct wctx c = { .vm = vm, .t = t, .ts = ts, .m = ts->mem ? ts->mem : &t->mem.base,
 			  .ns = &ts->native, .n = vm->nraw, .leaf_native = -1 };
+	/* a native stack inside luaV_execute with no Lua frame lost its Lua
+	 * part (a torn capture, a state not found): an error, never a stack */
 	if (c.n == 0) {
-		if (t->sym)
-			walk_none(&c, info);
-		return 0;
+		if (!t->sym)
+			return 0;
+		walk_none(&c, info);
+		return native_in_exec(&c) ? -LS_E_TORN : 0;
 	}
 	c.w = calloc((size_t)c.n, sizeof *c.w);
 	c.sf = calloc((size_t)c.n, sizeof *c.sf);
@@ -822,6 +836,10 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 	int rc = -LS_E_NOMEM, nlua = 0;
 	if (c.w && c.sf && c.segs)
 		rc = nlua = walk_protos(&c);
+	if (rc == 0 && t->sym && native_in_exec(&c)) {
+		info->discover |= VM_DISC_STATES | VM_DISC_COROS;
+		rc = -LS_E_TORN;
+	}
 	if (rc >= 0) {
 		walk_bottoms(&c);
 		walk_frames(&c);

@@ -47,6 +47,16 @@ static void t_layout(void)
 	CHECK((l = puc_layout_find(3, 3)) && l->ci_callstatus_size == 1);
 	CHECK((l = puc_layout_find(2, 0)) && l->ci_savedpc == 48 && l->g_mainthread == 240);
 	CHECK((l = puc_layout_find(2, 4)) && l->ci_savedpc == 56 && l->g_mainthread == 264);
+	/* Table: 5.1's order up to 5.2.3, 5.3's from 5.2.4 (docs/puc-lua.md §1.7) */
+	CHECK((l = puc_layout_find(2, 0)) && l->ci_size == 80 && l->t_metatable == 16 &&
+	      l->t_array == 24 && l->t_node == 32 && l->t_sizearray == 56);
+	for (int p = 1; p <= 3; p++)
+		CHECK((l = puc_layout_find(2, p)) && l->ci_savedpc == 56 && l->ci_size == 80 &&
+		      l->t_metatable == 16 && l->t_array == 24 && l->t_node == 32 &&
+		      l->t_sizearray == 56);
+	CHECK((l = puc_layout_find(2, 4)) && l->t_metatable == 40 && l->t_array == 16 &&
+	      l->t_node == 24 && l->t_sizearray == 12);
+	CHECK((l = puc_layout_find(2, -1)) && l->rel_hi == 4);
 	CHECK((l = puc_layout_find(1, 5)) && l->L_savedpc == 48 && l->ci_size == 40 &&
 	      l->t_node == 32 && l->exec == PUC_EXEC_51);
 	/* block invariant D = sizeof(lua_State) = LG.g - LX.l (docs/puc-lua.md §9.1) */
