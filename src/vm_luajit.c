@@ -610,15 +610,20 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	else if (n)
 		fr->name = n->name;
 	else {
-		/* no Lua name: the C symbol, when the module has one */
-		struct sym_info si;
-		if (c->t && !in_vm(c->vm, f) && symtab_lookup(c->t->sym, f, 0, &si) == 0 &&
-		    si.func_start == f)
+		/* no Lua name: the C symbol, when the module has one, else
+		 * module+offset (the same in every process), never the address */
+		struct sym_info si = { 0 };
+		int found = c->t && !in_vm(c->vm, f) && symtab_lookup(c->t->sym, f, 0, &si) == 0;
+		const char *off = c->t && !in_vm(c->vm, f) ? symtab_offset_name(&si, f) : NULL;
+		if (found && si.func_start == f)
 			fr->name = si.name;
 		else if (ffid > 1)
 			fr->name = internf("[builtin#%d]", ffid);
+		else if (off)
+			fr->name = off;
 		else
 			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
+		fr->module = si.module;
 	}
 	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid]))
 		c->name_miss = 1;
