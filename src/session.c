@@ -75,6 +75,7 @@ static void sleep_ns(uint64_t ns)
 static int start_failed(struct session *s, int code)
 {
 	child_kill(&s->child);
+	follow_close(&s->fl);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
