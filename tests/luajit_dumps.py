@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--forbid", action="append", default=[])
     ap.add_argument("--max-errors", type=float, default=5.0)
     ap.add_argument("--show", action="store_true")
+    ap.add_argument("--max-noline", type=float, default=10.0,
+                    help="percent of dumps whose innermost Lua frame may lack a line")
     ap.add_argument("--lua-only", action="store_true",
                     help="match shapes over Lua and C-function frames only")
     ap.add_argument("--all-threads", action="store_true")
@@ -170,7 +172,7 @@ def main():
     for s, c in found.items():
         print("shape %-60s found %d times" % (s, c))
     rc = 0
-    if noline[0] * 10 > max(total, 1):
+    if noline[0] * 100 > a.max_noline * max(total, 1):
         print("FAIL: %d of %d dumps have an innermost Lua frame without a line" % (noline[0], total))
         rc = 1
     if bad:
