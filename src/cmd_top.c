@@ -406,6 +406,33 @@ static void top_row_line(const struct top *t, size_t i, char *buf, size_t len)
 		 col_widths[3], total, r->label);
 }
 
+/* Fit a table row into COLS columns. A row whose label "name (file:line)"
+ * is too wide loses the start of its file, shown as "...", so the name and
+ * the line number stay on the screen; a row that cannot be fit that way is
+ * left for the caller to cut at COLS. */
+static void top_fit_row(char *line, size_t cols)
+{
+	size_t len = strlen(line);
+	if (len <= cols || len < 2 || line[len - 1] != ')')
+		return;
+	size_t open = len - 1; /* the " (" that opens the file part */
+	while (open > 0 && !(line[open] == '(' && line[open - 1] == ' '))
+		open--;
+	if (!open)
+		return;
+	size_t file = open + 1, end = len - 1; /* end: the ':' before the line, or ')' */
+	for (size_t k = len - 1; k > file; k--)
+		if (line[k] == ':') {
+			end = k;
+			break;
+		}
+	size_t cut = len - cols + 3; /* bytes to drop, "..." included */
+	if (end - file < cut + 1)
+		return;
+	memcpy(line + file, "...", 3);
+	memmove(line + file + 3, line + file + cut, len - (file + cut) + 1);
+}
+
 /* Plain text: header lines, table header, up to MAXROWS rows, blank line. */
 static void top_print_plain(const struct top *t, FILE *f, size_t maxrows)
 {
@@ -664,6 +691,8 @@ static void top_draw(struct top *t)
 			  COLS);
 	for (size_t i = t->scroll; i < t->nview && y < LINES; i++, y++) {
 		top_row_line(t, i, line, sizeof line);
+		if (COLS > 0)
+			top_fit_row(line, (size_t)COLS);
 		mvaddnstr(y, 0, line, COLS);
 	}
 	if (t->help)
