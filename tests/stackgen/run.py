@@ -58,9 +58,15 @@ def log(*a):
     print(*a, flush=True)
 
 
-def build_module(pc, outdir):
-    """sgmod.so for the headers of pkg-config package PC; returns its path
-    or raises HarnessError with the reason"""
+def build_module(pc, outdir, modules=None):
+    """sgmod.so for the headers of pkg-config package PC: the one make
+    built (MODULES/PC/sgmod.so, see Makefile.am) when there is one, else
+    one built here under OUTDIR; returns its path or raises HarnessError
+    with the reason"""
+    if modules:
+        built = os.path.join(modules, pc, "sgmod.so")
+        if os.path.exists(built):
+            return os.path.abspath(built)
     so = os.path.join(outdir, "sgmod.so")
     if os.path.exists(so):
         return so
@@ -471,6 +477,8 @@ def main():
                     help="run luaspy under valgrind; its reports are mismatches")
     ap.add_argument("--prog", help="run this Lua file instead of generated programs")
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--modules", default=None,
+                    help="directory with PKG/sgmod.so built by make (else built under the workdir)")
     ap.add_argument("--program-timeout", type=float, default=120)
     ap.add_argument("--names", type=int, default=6,
                     help="name differences and multi-name prototypes printed per runtime")
@@ -502,7 +510,7 @@ def main():
             log("%-12s skipped: %s is not installed" % (name, argv[0]))
             continue
         try:
-            so = build_module(rt[2], os.path.join(workdir, "build", rt[2]))
+            so = build_module(rt[2], os.path.join(workdir, "build", rt[2]), args.modules)
         except HarnessError as e:
             log("%-12s skipped: %s" % (name, e))
             continue
