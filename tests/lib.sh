@@ -60,6 +60,9 @@ wait_cpu() {
 	return 1
 }
 
+# cpu_ticks PID: the clock ticks (1/100 s) of CPU PID has used so far
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null; }
+
 # expect_msg STATUS ERE CMD...: run CMD; it must exit STATUS and print
 # exactly one line on stderr, matching "^luaspy: ERE" (the messages of
 # luaspy.1, EXIT STATUS). The msg-*.test files use it.
