@@ -345,12 +345,17 @@ static int find_cands(struct vm *vm, struct target *t, struct thread_snap *ts, s
 	int nseen = 0, nc;
 	for (int s = 0; s < vm->nstates; s++) {
 		uint64_t L = vm->states[s];
-		for (int d = 0; L && d < MAX_THREADS_L; d++) {
+		int start = nseen, loop = 0;
+		for (int d = 0; L && !loop && d < MAX_THREADS_L; d++) {
 			if (seen_push(vm, &nseen, L) < 0)
 				return -LS_E_NOMEM;
 			L = puc_resume_child(vm, m, L);
+			/* a chain back to itself is a torn read (auxresume
+			 * refusing a running coroutine): end it there */
+			for (int k = start; k < nseen && !loop; k++)
+				loop = vm->cseen[k] == L;
 		}
-		if (L)   /* resumed deeper than lua_resume allows: garbage, or a cut */
+		if (L && !loop)   /* resumed deeper than lua_resume allows */
 			limit_hit(LIMIT_PUC_NESTED, 1);
 	}
 	int nfirst = nseen;
