@@ -129,11 +129,12 @@ int cmd_dump(struct cli_opts *o)
 			if (shown)
 				fputc(',', f);
 			out_dump_thread_json(f, th[i].tid, th[i].name, state, &st,
-					     desc ? vmjson : NULL, info.vmstate, err);
+					     desc ? vmjson : NULL, info.vmstate, err, ts.native.truncated);
 		} else {
 			if (shown)
 				fputc('\n', f);
-			out_dump_thread_text(f, th[i].tid, th[i].name, state, &st, info.vmstate, err);
+			out_dump_thread_text(f, th[i].tid, th[i].name, state, &st, info.vmstate, err,
+					     ts.native.truncated);
 		}
 		shown++;
 	}

@@ -3,12 +3,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include "htab.h"
+#include "intern.h"
 #include "frame.h"
+
+/* ST is full: the STACK_ELIDE_FRAMES frames just outside its middle go
+ * and one FRAME_ELIDED frame "<elided N frames>" at the middle stands
+ * for them and for those cut before (its own count, or merge_elide()'s
+ * read back from our own interned name), so the innermost and the
+ * outermost frames pushed both stay. */
+static void stack_elide(struct stack *st)
+{
+	int mid = STACK_MAX_FRAMES / 2, had = 0, cut = STACK_ELIDE_FRAMES;
+	struct frame *m = &st->f[mid];
+	if (m->kind != FRAME_ELIDED || !m->name || sscanf(m->name, "<elided %d frames>", &had) != 1)
+		had = 1; /* the frame at the middle goes too */
+	memmove(&st->f[mid + 1], &st->f[mid + 1 + cut],
+		(size_t)(st->n - mid - 1 - cut) * sizeof st->f[0]);
+	st->n -= cut;
+	*m = (struct frame){ .kind = FRAME_ELIDED, .name = internf("<elided %d frames>", had + cut) };
+}
 
 int stack_push(struct stack *st, const struct frame *fr)
 {
 	if (st->n >= STACK_MAX_FRAMES)
-		return -1;
+		stack_elide(st);
 	size_t cap = st->cap > 0 ? (size_t)st->cap : 0;
 	if (array_grow(&st->f, &cap, (size_t)st->n + 1, sizeof *st->f) < 0)
 		return -1;

@@ -39,10 +39,14 @@ struct stack {
 	int cap;
 };
 
-#define STACK_MAX_FRAMES 4096  /* hard cap on frames kept per stack */
+#define STACK_MAX_FRAMES 4096  /* frames kept per stack (192 KiB) */
+#define STACK_ELIDE_FRAMES 1024 /* frames a full stack cuts from its middle at once */
 
-/* Append a copy of FR to ST. Returns 0, or -1 when the cap is reached or
- * memory is exhausted (the frame is dropped; callers may ignore). */
+/* Append a copy of FR to ST. A full stack (STACK_MAX_FRAMES) first cuts
+ * STACK_ELIDE_FRAMES frames from its middle into one FRAME_ELIDED frame
+ * "<elided N frames>" (N counts every frame cut there), so its innermost
+ * and outermost frames stay. Returns 0, or -1 when memory is exhausted
+ * (the frame is dropped). */
 int stack_push(struct stack *st, const struct frame *fr);
 void stack_clear(struct stack *st);
 void stack_free(struct stack *st);

@@ -19,11 +19,14 @@ const char *dump_state_name(char state)
 }
 
 void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
-			  const struct stack *st, const char *vmstate, const char *error)
+			  const struct stack *st, const char *vmstate, const char *error,
+			  int native_cut)
 {
 	fprintf(f, "Thread %d \"%s\" (%s)", (int)tid, name, dump_state_name(state));
 	if (vmstate)
 		fprintf(f, " [%s]", vmstate);
+	if (native_cut)
+		fputs(" (native walk cut short)", f);
 	fputc('\n', f);
 	if (error)
 		fprintf(f, "    <error: %s>\n", error);
@@ -43,7 +46,7 @@ void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
 
 void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 			  const struct stack *st, const char *vm, const char *vmstate,
-			  const char *error)
+			  const char *error, int native_cut)
 {
 	fprintf(f, "{\"tid\":%d,\"name\":", (int)tid);
 	out_put_json(f, name);
@@ -61,6 +64,7 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 		fputs(",\"error\":", f);
 		out_put_json(f, error);
 	}
+	fprintf(f, ",\"native_truncated\":%s", native_cut ? "true" : "false");
 	fputs(",\"frames\":[", f);
 	for (int i = 0; st && i < st->n; i++) {
 		const struct frame *fr = &st->f[i];

@@ -164,6 +164,8 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 	ts->stack_len = 0;
 	ts->xlen = 0;
 	ts->held = 0;
+	ts->native.n = 0;
+	ts->native.truncated = 0; /* no stale one from the last thread after a failed stop */
 	memset(&ts->regs, 0, sizeof ts->regs);
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	if (stats)

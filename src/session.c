@@ -11,6 +11,7 @@
 #include "err.h"
 #include "follow.h"
 #include "intern.h"
+#include "limit.h"
 #include "msg.h"
 #include "place.h"
 #include "proc_ptrace.h"
@@ -244,6 +245,15 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 	if (!s->st.samples)
 		s->first_sample_ns = time_now_ns();
 	s->st.samples++;
+	/* kept as they are (as perf and py-spy keep a stack whose unwind
+	 * stopped early: no invented frame), but counted */
+	if (s->ts.native.truncated)
+		s->st.native_cut++;
+	for (int i = 0; i < st->n; i++)
+		if (st->f[i].kind == FRAME_ELIDED) {
+			s->st.elided++;
+			break;
+		}
 	if (info->lua_frames > 0)
 		s->st.vmstate[info->trace > 0 ? VMS_TRACE : info->state]++;
 }
@@ -463,21 +473,26 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void pct(FILE *f, const char *what, uint32_t *v, size_t n)
+/* Percentiles of V[N]; ALL: the samples counted, of which the first
+ * MAX_STOP_RECORDS are recorded in V. */
+static void pct(FILE *f, const char *what, uint32_t *v, size_t n, uint64_t all)
 {
 	if (!n) {
 		fprintf(f, "%s: no samples\n", what);
 		return;
 	}
 	qsort(v, n, sizeof *v, cmp_u32);
-	fprintf(f, "%s (us): median %u  p90 %u  p99 %u  max %u  (n=%zu)\n", what, v[n / 2],
+	fprintf(f, "%s (us): median %u  p90 %u  p99 %u  max %u  (n=%zu", what, v[n / 2],
 		v[(size_t)(n * 0.9)], v[(size_t)(n * 0.99)], v[n - 1], n);
+	if (all > n)
+		fprintf(f, ": the first of %llu samples", (unsigned long long)all);
+	fprintf(f, ")\n");
 }
 
 void session_print_stats(const struct session *s, FILE *f)
 {
-	pct(f, "stopped per sample", s->stop_us, s->nstop);
-	pct(f, "unwind+walk per sample", s->walk_us, s->nstop);
+	pct(f, "stopped per sample", s->stop_us, s->nstop, s->st.samples);
+	pct(f, "unwind+walk per sample", s->walk_us, s->nstop, s->st.samples);
 	fprintf(f, "late ticks: %llu of %llu (started more than one interval late; longest lag %.1f ms)\n",
 		(unsigned long long)s->st.late, (unsigned long long)s->st.ticks,
 		(double)s->st.max_lag_ns / 1e6);
@@ -497,6 +512,16 @@ void session_print_stats(const struct session *s, FILE *f)
 		if (s->st.err_by_kind[e])
 			fprintf(f, "errors: %s: %llu\n", err_text(e),
 				(unsigned long long)s->st.err_by_kind[e]);
+	fprintf(f, "native walks cut short: %llu of %llu samples (unwinding stopped before the "
+		"outermost frame; kept as far as it went)\n",
+		(unsigned long long)s->st.native_cut, (unsigned long long)s->st.samples);
+	fprintf(f, "stacks with elided frames: %llu of %llu samples (too deep: both ends kept, "
+		"\"<elided N frames>\" between)\n",
+		(unsigned long long)s->st.elided, (unsigned long long)s->st.samples);
+	for (int k = 0; k < LIMIT__N; k++)
+		if (limit_count(k))
+			fprintf(f, "limit reached: %s: %llu\n", limit_text(k),
+				(unsigned long long)limit_count(k));
 }
 
 int session_finish(struct session *s)

@@ -27,6 +27,10 @@ struct session_stats {
 	int targets;             /* processes with a Lua VM being sampled */
 	uint64_t vmstate[8];     /* samples per VM state class: interp, trace, C, GC, other */
 	uint64_t err_by_kind[32];/* errors per -LS_E_* code */
+	uint64_t native_cut;     /* samples (<= samples) whose native walk ended on an
+	                          * error, not at the outermost frame (unwind.h) */
+	uint64_t elided;         /* samples (<= samples) whose stack was cut in its
+	                          * middle ("<elided N frames>", merge.h) */
 };
 
 /* stats.vmstate[] is indexed by enum vm_state (vm.h) */
@@ -60,7 +64,10 @@ pid_t session_pid(const struct session *s);
  * end. */
 void session_report_lag(const struct session *s);
 
-/* Print --stats (stop time median/p90/p99/max, walk time) to F. */
+/* Print --stats to F: stop time and walk time (median/p90/p99/max), late
+ * ticks, stalls, the samples whose native walk was cut short or whose
+ * stack was elided (of the samples counted), errors by kind, and every
+ * limit that cut data (limit.h). */
 void session_print_stats(const struct session *s, FILE *f);
 
 /* End the session: detach from everything; a launched child that still

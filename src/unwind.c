@@ -120,7 +120,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 	out->truncated = 0;
 	const struct proc_maps *maps = symtab_maps(u->sym);
 	struct user_regs_struct r = *regs;
-	int retaddr = 0;
+	int retaddr = 0, whole = 0;
 	for (int round = 0; round < 8 && out->n < UNWIND_MAX_FRAMES; round++) {
 		int start = out->n;
 		int rc = u->b->walk(u->impl, tid, &r, m, retaddr, out);
@@ -146,8 +146,10 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			break;
 		}
 		int lone_leaf = round == 0 && out->n == 1;
-		if (rc == 0 && !(lone_leaf && !no_module(u, last->pc)))
+		if (rc == 0 && !(lone_leaf && !no_module(u, last->pc))) {
+			whole = 1;
 			break; /* reached the outermost frame */
+		}
 		if (!no_module(u, last->pc)) {
 			/* A leaf the CFI does not describe: an internal subroutine of
 			 * hand-written VM code (LuaJIT's lj_vm_mod runs inside the
@@ -188,6 +190,9 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 		r.rsp = where + 8;
 		retaddr = 1;
 	}
+	/* 8 restarts used up (or the frames) before the outermost frame */
+	if (!whole)
+		out->truncated = 1;
 	for (int i = 1; i < out->n; i++) {
 		out->f[i].flags &= ~NF_LEAF;
 		/* a return address outside executable memory is garbage the

@@ -65,8 +65,12 @@ void unwind_close(struct unwinder *u);
 const char *unwind_backend_name(const struct unwinder *u);
 
 /* Unwind thread TID from REGS reading memory through M (bounded to
- * UNWIND_MAX_FRAMES). Fills OUT. Returns frames found (>= 1 when REGS has
- * a pc) or -LS_E_*. RESTART/ARG: see unwind_restart_fn. */
+ * UNWIND_MAX_FRAMES). Fills OUT; OUT->truncated is 1 when the walk did
+ * not reach the outermost frame (an unwind error, UNWIND_MAX_FRAMES
+ * frames, a garbage return address, 8 restarts after no-CFI code): the
+ * frames found are kept, and --stats and dump say so. Returns frames
+ * found (>= 1 when REGS has a pc) or -LS_E_*. RESTART/ARG: see
+ * unwind_restart_fn. */
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
 		 struct mem *m, unwind_restart_fn restart, void *arg, struct native_stack *out);
 

@@ -20,13 +20,14 @@
  * coroutine list. Returns the states and coroutines not known before. */
 static int puc_discover(struct vm *vm, struct target *t, unsigned what)
 {
-	int before = vm->nstates, found = 0;
+	int added = 0, found = 0;
 	if (what & VM_DISC_STATES)
-		puc_find_states(vm, t);
-	for (int k = (what & VM_DISC_NAMES) ? 0 : before; k < vm->nstates; k++)
+		added = puc_find_states(vm, t);
+	/* the new states are the last ADDED */
+	for (int k = (what & VM_DISC_NAMES) ? 0 : vm->nstates - added; k < vm->nstates; k++)
 		puc_load_cnames(vm, t, vm->states[k]);
 	puc_set_co_names(vm);
-	found += vm->nstates - before;
+	found += added;
 	if (what & VM_DISC_COROS)
 		found += puc_refresh_coros(vm, &t->mem.base);
 	return found;
@@ -48,8 +49,12 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	struct stack st = { 0 };
 	struct lua_walk lw = { 0 };
 	int count = 0;
-	uint64_t all[MAX_STATES + MAX_COROS];
+	uint64_t *all = malloc(((size_t)vm->nstates + (size_t)vm->ncoros + 1) * sizeof *all);
 	int nall = 0;
+	if (!all) {
+		free(ts);
+		return -LS_E_NOMEM;
+	}
 	for (int i = 0; i < vm->nstates; i++)
 		all[nall++] = vm->states[i];
 	for (int i = 0; i < vm->ncoros; i++)
@@ -70,7 +75,6 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 				 : !active ? (i < vm->nstates ? "normal" : top == base ? "dead" : "suspended")
 				 : puc_resume_child(vm, m, L) ? "normal" : "running";
 		vm->nraw = 0;
-			vm->raw_truncated = 0;
 		vm->raw_err = 0;
 		vm->raw_tid = -1;
 		if (active || status == 1)
@@ -91,6 +95,7 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	vm->raw_tid = 0;
 	stack_free(&st);
 	lua_walk_free(&lw);
+	free(all);
 	free(ts);
 	return count;
 }
@@ -101,13 +106,24 @@ static const char *puc_describe(struct vm *vm)
 	return vm->desc;
 }
 
-static void puc_close(struct vm *vm)
+void puc_vm_free(struct vm *vm)
 {
 	if (!vm)
 		return;
 	puc_protos_free(vm);
+	free(vm->retired);
 	free(vm->cn);
+	free(vm->states);
+	free(vm->coros);
+	free(vm->raw);
+	free(vm->cseen);
+	free(vm->cand);
 	free(vm);
+}
+
+static void puc_close(struct vm *vm)
+{
+	puc_vm_free(vm);
 }
 
 const struct vm_ops vm_puc_ops = {

@@ -16,7 +16,7 @@ int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, stru
 	uint8_t lb[256];
 	int rc;
 	if (!vm || !ts) {
-		free(vm);
+		puc_vm_free(vm);
 		free(ts);
 		return -LS_E_NOMEM;
 	}
@@ -37,8 +37,7 @@ int puc_walk_image(const struct puc_layout *lay, struct mem *m, uint64_t L, stru
 			rc = -LS_E_NOMEM;
 		lua_walk_free(&lw);
 	}
-	puc_protos_free(vm);
-	free(vm);
+	puc_vm_free(vm);
 	free(ts);
 	return rc;
 }

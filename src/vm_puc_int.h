@@ -9,18 +9,33 @@
 
 #include <stdint.h>
 #include <string.h>
+#include "htab.h"
 #include "intern.h"
+#include "limit.h"
 #include "vm.h"
 #include "vm_puc.h"
 
-#define MAX_STATES     16      /* main states kept per process */
-#define MAX_COROS      4096    /* coroutines remembered from the allgc walk */
-#define MAX_GC_VISIT   400000  /* objects visited per allgc walk */
-#define MAX_RAW        1024    /* CallInfos copied per sample (leaf side) */
-#define MAX_CI_STEPS   200000  /* CallInfo links followed per thread */
-#define MAX_THREADS_L  16      /* nested lua_States per OS thread */
-#define MAX_EXEC       8       /* luaV_execute code ranges */
-#define MAX_CNAMES     20000   /* C function names from _LOADED */
+/* Limits. A table that grows says its bound in memory; one that is cut
+ * counts what it drops (limit.h: one -v line, a --stats count). */
+#define MAX_STATES     4096    /* main states kept per process: vm->states grows
+                                * up to it (32 KiB); past it limit_hit() */
+#define MAX_COROS      65536   /* coroutines listed from the allgc walk: vm->coros
+                                * grows up to it (512 KiB); past it limit_hit() */
+#define MAX_GC_VISIT   400000  /* objects visited per allgc walk; past it limit_hit() */
+#define MAX_CI_STEPS   200000  /* CallInfo links followed per thread: a longer
+                                * chain is -LS_E_GARBAGE (LUAI_MAXSTACK 1e6 slots
+                                * holds fewer frames) */
+#define MAX_RAW        MAX_CI_STEPS /* CallInfos copied per sample: vm->raw grows
+                                * up to it (64 B each, 12.8 MiB at most, only for
+                                * a chain that deep); merge_stacks() elides the
+                                * middle of a stack that long */
+#define MAX_THREADS_L  200     /* nested lua_States walked per OS thread, and the
+                                * resume chain followed: LUAI_MAXCCALLS (200),
+                                * since lua_resume refuses to nest deeper (ldo.c);
+                                * past it limit_hit() */
+#define MAX_EXEC       8       /* luaV_execute code ranges; past it limit_hit() */
+#define MAX_CNAMES     20000   /* C function names from _LOADED (320 KiB);
+                                * past it limit_hit() */
 #define PROTO_CACHE    1024    /* Proto cache slots (direct mapped) */
 #define MAX_SIZECODE   (1 << 22)
 #define STR_MAX        1024
@@ -61,6 +76,8 @@ struct puc_proto {
 };
 
 struct cname { uint64_t f; const char *name; };
+/* a lua_State that may run on the thread captured, and its errorJmp */
+struct puc_cand { uint64_t L, ej; };
 struct range { uint64_t lo, hi; };
 
 struct vm {
@@ -72,10 +89,12 @@ struct vm {
 	char desc[96];
 	uint64_t ident;
 	const char *lua_module;        /* module holding lua_ident */
-	uint64_t states[MAX_STATES];   /* main lua_States */
+	uint64_t *states;              /* main lua_States (grown, MAX_STATES) */
 	int nstates;
-	uint64_t coros[MAX_COROS];     /* other threads (allgc walk) */
+	size_t capstates;
+	uint64_t *coros;               /* other threads (allgc walk; grown, MAX_COROS) */
 	int ncoros;
+	size_t capcoros;
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */
@@ -90,13 +109,19 @@ struct vm {
 	struct puc_proto *pcache[PROTO_CACHE];
 	/* Protos evicted from pcache during the walk in progress: its frames
 	 * may still point at them; freed when it ends (puc_protos_release).
-	 * A walk reads at most MAX_RAW Protos. */
-	struct puc_proto *retired[MAX_RAW];
+	 * A walk reads at most MAX_RAW Protos: grown as needed. */
+	struct puc_proto **retired;
 	int nretired;
-	/* capture scratch: raw frames of the last captured thread */
+	size_t capretired;
+	/* capture scratch: raw frames of the last captured thread (grown,
+	 * MAX_RAW), and the states tried (grown as seen) */
 	pid_t raw_tid;
-	int nraw, raw_truncated, raw_err;
-	struct puc_raw raw[MAX_RAW];
+	int nraw, raw_err;
+	struct puc_raw *raw;
+	size_t capraw;
+	uint64_t *cseen;
+	struct puc_cand *cand;
+	size_t capcseen, capcand;
 	unsigned pcreg_votes[UREG_NREGS]; /* which register held luaV_execute's pc */
 	/* luaV_execute ranges learned from C-function anchors (stripped
 	 * binaries where the probe found none) */
@@ -172,9 +197,11 @@ static inline int state_active(const struct puc_layout *lay, uint64_t L, const u
 /* ---- vm_puc_probe.c: states, C function names, luaV_execute ---------------- */
 
 /* Main states: symbols (globalL, lctx), a .data/.bss pre-pass, then the
- * allocation-block invariant over the heap (docs/puc-lua.md §9). Adds to
- * VM->states. Slow (a heap scan): never inside a stop window. */
-void puc_find_states(struct vm *vm, struct target *t);
+ * allocation-block invariant over the heap (docs/puc-lua.md §9). First
+ * forgets the states of VM->states no longer valid (closed), then adds
+ * those found (up to MAX_STATES) at its end. Returns how many were added.
+ * Slow (a heap scan): never inside a stop window. */
+int puc_find_states(struct vm *vm, struct target *t);
 /* C function names from the _LOADED table of state L into VM->cn. */
 void puc_load_cnames(struct vm *vm, struct target *t, uint64_t L);
 /* The name package.loaded gives C function F, or NULL. */
@@ -191,6 +218,12 @@ uint64_t puc_fde_of(struct vm *vm, struct target *t, uint64_t pc, uint64_t *end)
 uint64_t puc_native_start(struct vm *vm, struct target *t, const struct native_frame *nf);
 /* vm_ops.probe */
 int puc_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
+
+/* ---- vm_puc.c -------------------------------------------------------------- */
+
+/* Free VM and every table it grew (states, coroutines, names, Protos,
+ * capture scratch). NULL is allowed. */
+void puc_vm_free(struct vm *vm);
 
 /* ---- vm_puc_proto.c: Protos and call-site names --------------------------- */
 

@@ -73,8 +73,13 @@ static void add_state(struct vm *vm, uint64_t L, const char *how)
 	for (int i = 0; i < vm->nstates; i++)
 		if (vm->states[i] == L)
 			return;
-	if (vm->nstates >= MAX_STATES)
+	if (vm->nstates >= MAX_STATES ||
+	    array_grow(&vm->states, &vm->capstates, (size_t)vm->nstates + 1, sizeof *vm->states) < 0) {
+		msg_debug(2, "puc: main lua_State 0x%llx (%s) not kept: %d states already",
+			  (unsigned long long)L, how, vm->nstates);
+		limit_hit(LIMIT_PUC_STATES, 1);
 		return;
+	}
 	vm->states[vm->nstates++] = L;
 	msg_debug(1, "puc: main lua_State 0x%llx (%s)", (unsigned long long)L, how);
 }
@@ -105,6 +110,8 @@ static int try_state_ptr(struct vm *vm, struct mem *m, const struct proc_maps *m
 }
 
 #define SCAN_BLOCK (1u << 20)   /* bytes read at a time by scan_range */
+#define HEAP_SCAN_MAX (512ull << 20) /* bytes of anonymous memory a heap scan reads;
+                                      * the mappings past it are counted (limit.h) */
 
 /* Scan [lo, hi) for qwords, SCAN_BLOCK bytes at a time through BUF (that
  * big). MODE 0: any qword that is a lua_State pointer (the .data/.bss
@@ -140,11 +147,21 @@ static void scan_range(struct vm *vm, struct mem *m, const struct proc_maps *map
 	}
 }
 
-void puc_find_states(struct vm *vm, struct target *t)
+int puc_find_states(struct vm *vm, struct target *t)
 {
 	struct mem *m = &t->mem.base;
 	const struct proc_maps *maps = symtab_maps(t->sym);
 	uint64_t a, v;
+	/* states closed since the last scan go (the table stays the live
+	 * ones); the scan below finds any still valid again */
+	int kept = 0;
+	for (int i = 0; i < vm->nstates; i++)
+		if (state_valid(vm->lay, m, maps, vm->states[i]))
+			vm->states[kept++] = vm->states[i];
+	if (kept < vm->nstates)
+		msg_debug(1, "puc: %d main state(s) no longer valid, forgotten", vm->nstates - kept);
+	vm->nstates = kept;
+	int before = kept;
 	/* symbols: lua.c's globalL, redis's lctx (lctx.lua first) */
 	if ((a = symtab_find(t->sym, "globalL", NULL, NULL)) && rd64(m, a, &v) == 0)
 		try_state_ptr(vm, m, maps, v, "symbol globalL");
@@ -154,7 +171,7 @@ void puc_find_states(struct vm *vm, struct target *t)
 				break;
 	uint8_t *buf = malloc(SCAN_BLOCK);
 	if (!buf)
-		return;
+		return vm->nstates - before;
 	/* pre-pass: writable file-backed mappings (.data/.bss) */
 	uint64_t total = 0;
 	for (int i = 0; i < maps->n; i++) {
@@ -173,6 +190,7 @@ void puc_find_states(struct vm *vm, struct target *t)
 	}
 	/* heap scan: allocation-block invariant over [heap] and anonymous rw memory */
 	total = 0;
+	uint64_t skipped = 0;
 	uint64_t t0 = time_now_ns();
 	for (int i = 0; i < maps->n; i++) {
 		const struct proc_map *pm = &maps->m[i];
@@ -181,14 +199,22 @@ void puc_find_states(struct vm *vm, struct target *t)
 		if (proc_map_is_file(pm) || (pm->path[0] && strcmp(pm->path, "[heap]") != 0))
 			continue;
 		uint64_t len = pm->end - pm->start;
-		if (total + len > (512ull << 20))
+		if (total + len > HEAP_SCAN_MAX) {
+			skipped += len;
 			continue;
+		}
 		total += len;
 		scan_range(vm, m, maps, buf, pm->start, pm->end, 1, "heap scan");
+	}
+	if (skipped) {
+		msg_debug(1, "puc: heap scan skipped %llu KiB past its %llu MiB",
+			  (unsigned long long)(skipped >> 10), (unsigned long long)(HEAP_SCAN_MAX >> 20));
+		limit_hit(LIMIT_PUC_HEAP_SCAN, 1);
 	}
 	msg_debug(1, "puc: heap scan of %llu KiB took %.1f ms, %d main state(s)",
 		  (unsigned long long)(total >> 10), (time_now_ns() - t0) / 1e6, vm->nstates);
 	free(buf);
+	return vm->nstates - before;
 }
 
 /* ---- C function names from the registry's _LOADED (docs/puc-lua.md §6) ------------- */
@@ -262,10 +288,17 @@ static uint64_t tv_cfunction(const struct puc_layout *lay, struct mem *m, const 
 	return f;
 }
 
-static void cname_add(struct vm *vm, uint64_t f, const char *mod, const char *key)
+/* Learn NAME (MOD.KEY) for C function F; 1 when the table is full (F
+ * dropped and counted), else 0. */
+static int cname_add(struct vm *vm, uint64_t f, const char *mod, const char *key)
 {
-	if (!f || vm->ncn >= MAX_CNAMES)
-		return;
+	if (!f)
+		return 0;
+	if (vm->ncn >= MAX_CNAMES) {
+		/* the table walk stops at the first one (loaded_fn_cb) */
+		limit_hit(LIMIT_PUC_CNAMES, 1);
+		return 1;
+	}
 	const char *name = strcmp(mod, "_G") == 0 ? intern(key) : internf("%s.%s", mod, key);
 	for (int i = 0; i < vm->ncn; i++) {
 		if (vm->cn[i].f != f)
@@ -274,20 +307,19 @@ static void cname_add(struct vm *vm, uint64_t f, const char *mod, const char *ke
 		int cur_g = strchr(vm->cn[i].name, '.') == NULL, new_g = strcmp(mod, "_G") == 0;
 		if ((new_g && !cur_g) || (new_g == cur_g && strcmp(name, vm->cn[i].name) < 0))
 			vm->cn[i].name = name;
-		return;
+		return 0;
 	}
 	vm->cn[vm->ncn].f = f;
 	vm->cn[vm->ncn].name = name;
 	vm->ncn++;
+	return 0;
 }
 
 static int loaded_fn_cb(void *arg, const char *key, const uint8_t *val)
 {
 	struct loaded_arg *la = arg;
 	uint64_t f = tv_cfunction(la->vm->lay, la->m, val);
-	if (f)
-		cname_add(la->vm, f, la->mod, key);
-	return la->vm->ncn >= MAX_CNAMES;
+	return f && cname_add(la->vm, f, la->mod, key); /* full: stop */
 }
 
 static int loaded_mod_cb(void *arg, const char *key, const uint8_t *val)
@@ -384,11 +416,15 @@ uint64_t puc_native_start(struct vm *vm, struct target *t, const struct native_f
 
 static void exec_add(struct vm *vm, uint64_t lo, uint64_t hi, const char *how)
 {
-	if (!lo || hi <= lo || vm->nexec >= MAX_EXEC)
+	if (!lo || hi <= lo)
 		return;
 	for (int i = 0; i < vm->nexec; i++)
 		if (vm->exec[i].lo == lo)
 			return;
+	if (vm->nexec >= MAX_EXEC) {
+		limit_hit(LIMIT_PUC_EXEC, 1);
+		return;
+	}
 	vm->exec[vm->nexec].lo = lo;
 	vm->exec[vm->nexec].hi = hi;
 	vm->nexec++;
@@ -533,11 +569,13 @@ static void find_exec(struct vm *vm, struct target *t)
 /* ---- coroutines on the GC lists ------------------------------------------- */
 
 /* Walk every global_State's allgc (5.1 rootgc) list, bounded, keeping
- * threads other than the main ones. Brent's cycle check. */
-static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
+ * threads other than the main ones into VM->coros (grown up to
+ * MAX_COROS; what is cut is counted). Brent's cycle check. Returns the
+ * count. */
+static int enum_threads(struct vm *vm, struct mem *live)
 {
 	const struct puc_layout *lay = vm->lay;
-	int n = 0;
+	int n = 0, dropped = 0, cut = 0;
 	/* objects on allgc sit next to each other (allocation order): read
 	 * them a block at a time, not a syscall each (1 GiB heap: 400000
 	 * objects took 1-2 s one by one) */
@@ -549,16 +587,20 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 		if (rd64(m, g + (uint64_t)lay->g_allgc, &o) < 0)
 			continue;
 		uint64_t tort = o, power = 1, lam = 0;
-		for (int steps = 0; o && steps < MAX_GC_VISIT; steps++) {
+		int steps;
+		for (steps = 0; o && steps < MAX_GC_VISIT; steps++) {
 			uint8_t h[16];
 			if (!ptr_ok(o) || mem_read(m, o, h, 16) < 0)
 				break;
-			if (h[8] == lay->gct_thread && n < max) {
+			if (h[8] == lay->gct_thread) {
 				int main_ = 0;
-				for (int k = 0; k < vm->nstates; k++)
+				for (int k = 0; k < vm->nstates && !main_; k++)
 					main_ |= vm->states[k] == o;
-				if (!main_)
-					out[n++] = o;
+				if (!main_ && n < MAX_COROS &&
+				    array_grow(&vm->coros, &vm->capcoros, (size_t)n + 1, sizeof *vm->coros) == 0)
+					vm->coros[n++] = o;
+				else if (!main_)
+					dropped++;
 			}
 			o = g64(h, 0);
 			if (o == tort)
@@ -569,8 +611,18 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 				lam = 0;
 			}
 		}
+		if (steps >= MAX_GC_VISIT && o)
+			cut++;
 	}
 	mem_cache_free(&mc);
+	if (dropped) {
+		msg_debug(1, "puc: %d coroutine(s) past the first %d not listed", dropped, n);
+		limit_hit(LIMIT_PUC_COROS, 1);
+	}
+	if (cut) {
+		msg_debug(1, "puc: allgc walk of %d state(s) stopped after %d objects", cut, MAX_GC_VISIT);
+		limit_hit(LIMIT_PUC_GC_VISIT, 1);
+	}
 	return n;
 }
 
@@ -583,13 +635,13 @@ static int u64_cmp(const void *a, const void *b)
 /* List the coroutines again; returns how many were not listed before. */
 int puc_refresh_coros(struct vm *vm, struct mem *m)
 {
-	uint64_t *old = malloc(sizeof vm->coros);
 	int nold = vm->ncoros, fresh = 0;
+	uint64_t *old = nold ? malloc((size_t)nold * sizeof *old) : NULL;
 	if (old) {
 		memcpy(old, vm->coros, (size_t)nold * sizeof *old);
 		qsort(old, (size_t)nold, sizeof *old, u64_cmp);
 	}
-	vm->ncoros = enum_threads(vm, m, vm->coros, MAX_COROS);
+	vm->ncoros = enum_threads(vm, m);
 	for (int i = 0; i < vm->ncoros; i++)
 		fresh += !old || !bsearch(&vm->coros[i], old, (size_t)nold, sizeof *old, u64_cmp);
 	free(old);

@@ -218,8 +218,9 @@ struct puc_proto *puc_proto_get(struct vm *vm, struct mem *m, uint64_t a)
 	if (p && p->addr == a && p->code_addr == code && p->sizecode == sizecode &&
 	    p->linedefined == linedef && p->source_addr == src)
 		return p;
-	if (p && vm->nretired >= MAX_RAW)
-		return NULL;   /* not reached: a walk reads at most MAX_RAW Protos */
+	if (p && array_grow(&vm->retired, &vm->capretired, (size_t)vm->nretired + 1,
+			    sizeof *vm->retired) < 0)
+		return NULL;   /* no memory: the walk fails (torn) */
 	p = proto_read(lay, m, a, h);
 	if (!p)
 		return NULL;

@@ -39,8 +39,12 @@ static int in_exec(const struct vm *vm, uint64_t pc)
 /* The walk learned [LO, HI) is luaV_execute (its cache, vm->wexec). */
 static void exec_learn(struct vm *vm, uint64_t lo, uint64_t hi)
 {
-	if (!lo || hi <= lo || vm->nwexec >= MAX_EXEC || in_exec(vm, lo))
+	if (!lo || hi <= lo || in_exec(vm, lo))
 		return;
+	if (vm->nwexec >= MAX_EXEC) {
+		limit_hit(LIMIT_PUC_EXEC, 1);
+		return;
+	}
 	vm->wexec[vm->nwexec].lo = lo;
 	vm->wexec[vm->nwexec].hi = hi;
 	vm->nwexec++;
@@ -92,22 +96,20 @@ uint64_t puc_resume_child(struct vm *vm, struct mem *m, uint64_t L)
 	return co;
 }
 
-struct cand { uint64_t L, ej; };
-
 static int cand_cmp(const void *a, const void *b)
 {
-	const struct cand *x = a, *y = b;
+	const struct puc_cand *x = a, *y = b;
 	return x->ej < y->ej ? -1 : x->ej > y->ej;
 }
 
 /* ---- capture: copy the CallInfo chains (thread stopped) ------------------- */
 
+/* Append R to VM->raw (grown up to MAX_RAW). 0, or -LS_E_NOMEM. */
 static int push_raw(struct vm *vm, const struct puc_raw *r)
 {
-	if (vm->nraw >= MAX_RAW) {
-		vm->raw_truncated = 1;
-		return -1;
-	}
+	if (vm->nraw >= MAX_RAW ||
+	    array_grow(&vm->raw, &vm->capraw, (size_t)vm->nraw + 1, sizeof *vm->raw) < 0)
+		return -LS_E_NOMEM;
 	vm->raw[vm->nraw++] = *r;
 	return 0;
 }
@@ -170,13 +172,10 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 		 * inc_ci grows the array only when ci == end_ci */
 		uint64_t base = g64(lb, lay->L_base_ci), end = g64(lb, lay->L_end_ci);
 		uint64_t sz = (uint64_t)lay->ci_size;
+		/* 5.1 refuses more than LUAI_MAXCALLS (20000) CallInfos */
 		if (!ptr_ok(base) || ci < base || ci > end || (ci - base) % sz || (end - base) / sz > 40000)
 			return -LS_E_TORN;
 		uint64_t nci = (ci - base) / sz + 1, lo = 1;
-		if (nci > MAX_RAW + 1) {
-			lo = nci - MAX_RAW;
-			vm->raw_truncated = 1;
-		}
 		if (nci <= lo)
 			return 0;
 		size_t bytes = (size_t)((nci - lo) * sz);
@@ -199,8 +198,10 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 			}
 			r.savedpc = k == nci - 1 ? g64(lb, lay->L_savedpc) : g64(e, lay->ci_savedpc);
 			r.tailcalls = (int32_t)g32(e, lay->ci_tailcalls);
-			if (push_raw(vm, &r) < 0)
-				break;
+			if (push_raw(vm, &r) < 0) {
+				free(arr);
+				return -LS_E_NOMEM;
+			}
 		}
 		free(arr);
 	} else {
@@ -228,7 +229,7 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 			if (r.lua)
 				r.savedpc = g64(cb, lay->ci_savedpc);
 			if (push_raw(vm, &r) < 0)
-				break;
+				return -LS_E_NOMEM;
 			ci = g64(cb, lay->ci_previous);
 		}
 		if (steps >= MAX_CI_STEPS)
@@ -242,13 +243,24 @@ int puc_read_chain(struct vm *vm, struct mem *m, uint64_t L, const uint8_t *lb)
 }
 
 /* States that may run on a thread, tried by capture: main states and
- * their resume chains (8 deep), then up to 512 known coroutines. */
-#define MAX_CAND (MAX_STATES * 8 + 512)
+ * their resume chains (up to MAX_THREADS_L deep), then up to 512 known
+ * coroutines; the scratch (vm->cseen, vm->cand) grows as they are seen
+ * (bounded by MAX_STATES * MAX_THREADS_L + 512). */
+#define CAND_COROS 512
+
+/* Append L to vm->cseen (*N entries). 0 or -LS_E_NOMEM. */
+static int seen_push(struct vm *vm, int *n, uint64_t L)
+{
+	if (array_grow(&vm->cseen, &vm->capcseen, (size_t)*n + 1, sizeof *vm->cseen) < 0)
+		return -LS_E_NOMEM;
+	vm->cseen[(*n)++] = L;
+	return 0;
+}
 
 /* Should capture also try the known coroutines? Yes when nothing runs
  * here (NC == 0), or when the innermost state sits in a C function that
  * may lua_resume a coroutine itself (haproxy). */
-static int need_coros(struct vm *vm, struct mem *m, const struct cand *c, int nc)
+static int need_coros(struct vm *vm, struct mem *m, const struct puc_cand *c, int nc)
 {
 	const struct puc_layout *lay = vm->lay;
 	if (nc == 0)
@@ -268,21 +280,26 @@ static int need_coros(struct vm *vm, struct mem *m, const struct cand *c, int nc
 
 /* Add to C (sorted by errorJmp, innermost first) the states of SEEN[lo,
  * hi) inside a protected call whose errorJmp lies on this thread's stack
- * [RSP, HI). */
+ * [RSP, HI), each once. */
 static int add_cands(struct vm *vm, struct mem *m, const uint64_t *seen, int lo, int hi,
-		     uint64_t rsp, uint64_t stack_hi, struct cand *c, int nc)
+		     uint64_t rsp, uint64_t stack_hi, struct puc_cand *c, int nc)
 {
 	const struct puc_layout *lay = vm->lay;
 	uint8_t lb[256];
 	for (int i = lo; i < hi; i++) {
 		uint64_t L = seen[i];
-		int dup = 0;
-		for (int k = 0; k < i && !dup; k++)
-			dup = seen[k] == L;
-		if (dup || mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
+		if (mem_read(m, L, lb, (size_t)lay->L_size) < 0 || lb[8] != lay->gct_thread)
 			continue;
 		uint64_t ej = g64(lb, lay->L_errorJmp);
 		if (lb[lay->L_status] != 0 || !rsp || ej < rsp || ej >= stack_hi)
+			continue;
+		/* a state seen twice (a resume chain, the coroutine list) is
+		 * among the few kept already: compare with those, not with
+		 * every state seen */
+		int dup = 0;
+		for (int k = 0; k < nc && !dup; k++)
+			dup = c[k].L == L;
+		if (dup)
 			continue;
 		c[nc].L = L;
 		c[nc].ej = ej;
@@ -296,16 +313,16 @@ static int add_cands(struct vm *vm, struct mem *m, const uint64_t *seen, int lo,
  * resume chain of a main state inside no protected call at all (errorJmp
  * NULL: one with an errorJmp runs on the thread whose stack holds it,
  * unknown without registers: --nonblocking). Outermost last. */
-static int unprotected_cands(struct vm *vm, struct mem *m, uint64_t rsp, struct cand *c)
+static int unprotected_cands(struct vm *vm, struct mem *m, uint64_t rsp, struct puc_cand *c)
 {
 	const struct puc_layout *lay = vm->lay;
 	uint8_t lb[256];
 	int nc = 0;
 	for (int s = 0; s < vm->nstates && !nc; s++) {
-		uint64_t chain[8];
+		uint64_t chain[MAX_THREADS_L];
 		int nch = 0;
 		uint64_t L = vm->states[s];
-		while (L && nch < 8 && mem_read(m, L, lb, (size_t)lay->L_size) == 0 &&
+		while (L && nch < MAX_THREADS_L && mem_read(m, L, lb, (size_t)lay->L_size) == 0 &&
 		       lb[lay->L_status] == 0 && state_active(lay, L, lb) &&
 		       (nch > 0 || !rsp || g64(lb, lay->L_errorJmp) == 0)) {
 			chain[nch++] = L;
@@ -317,30 +334,43 @@ static int unprotected_cands(struct vm *vm, struct mem *m, uint64_t rsp, struct 
 	return nc;
 }
 
-/* The lua_States running on thread TS, innermost first, into C. */
-static int find_cands(struct vm *vm, struct target *t, struct thread_snap *ts, struct mem *m,
-		      struct cand *c)
+/* The lua_States running on thread TS, innermost first, into vm->cand;
+ * their count, or -LS_E_NOMEM. */
+static int find_cands(struct vm *vm, struct target *t, struct thread_snap *ts, struct mem *m)
 {
 	uint64_t rsp = ts->regs.rsp, hi = rsp + (16u << 20);
 	const struct proc_map *pm = rsp ? proc_maps_find(symtab_maps(t->sym), rsp) : NULL;
 	if (pm)
 		hi = pm->end;
-	uint64_t seen[MAX_CAND];
 	int nseen = 0, nc;
 	for (int s = 0; s < vm->nstates; s++) {
 		uint64_t L = vm->states[s];
-		for (int d = 0; L && d < 8; d++) {
-			seen[nseen++] = L;
+		int start = nseen, loop = 0;
+		for (int d = 0; L && !loop && d < MAX_THREADS_L; d++) {
+			if (seen_push(vm, &nseen, L) < 0)
+				return -LS_E_NOMEM;
 			L = puc_resume_child(vm, m, L);
+			/* a chain back to itself is a torn read (auxresume
+			 * refusing a running coroutine): end it there */
+			for (int k = start; k < nseen && !loop; k++)
+				loop = vm->cseen[k] == L;
 		}
+		if (L && !loop)   /* resumed deeper than lua_resume allows */
+			limit_hit(LIMIT_PUC_NESTED, 1);
 	}
 	int nfirst = nseen;
-	nc = add_cands(vm, m, seen, 0, nfirst, rsp, hi, c, 0);
+	int ncoros = vm->ncoros < CAND_COROS ? vm->ncoros : CAND_COROS;
+	/* room for every state seen, the coroutines and an unprotected chain */
+	if (array_grow(&vm->cand, &vm->capcand, (size_t)nseen + (size_t)ncoros + MAX_THREADS_L,
+		       sizeof *vm->cand) < 0)
+		return -LS_E_NOMEM;
+	struct puc_cand *c = vm->cand;
+	nc = add_cands(vm, m, vm->cseen, 0, nfirst, rsp, hi, c, 0);
 	if (need_coros(vm, m, c, nc)) {
-		int ncoros = vm->ncoros < 512 ? vm->ncoros : 512;
 		for (int i = 0; i < ncoros; i++)
-			seen[nseen++] = vm->coros[vm->ncoros - 1 - i];
-		nc = add_cands(vm, m, seen, nfirst, nseen, rsp, hi, c, nc);
+			if (seen_push(vm, &nseen, vm->coros[vm->ncoros - 1 - i]) < 0)
+				return -LS_E_NOMEM;
+		nc = add_cands(vm, m, vm->cseen, nfirst, nseen, rsp, hi, c, nc);
 	}
 	if (nc == 0 && ts->tid == t->pid)
 		nc = unprotected_cands(vm, m, rsp, c);
@@ -374,7 +404,7 @@ static int capture_state(struct vm *vm, struct mem *m, uint64_t L, int i)
 		vm->raw_err = -LS_E_TORN;
 		return 1;
 	}
-	return vm->raw_truncated;
+	return 0;
 }
 
 static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
@@ -382,14 +412,21 @@ static int capture_once(struct vm *vm, struct target *t, struct thread_snap *ts)
 	struct mem *m = ts->mem ? ts->mem : &t->mem.base;
 	vm->raw_tid = ts->tid;
 	vm->nraw = 0;
-	vm->raw_truncated = 0;
 	vm->raw_err = 0;
-	struct cand c[MAX_CAND];
-	int nc = find_cands(vm, t, ts, m, c);
+	int nc = find_cands(vm, t, ts, m);
+	if (nc < 0) {
+		vm->raw_err = nc;
+		return 0;
+	}
 	/* none: not in Lua, or a coroutine we don't know yet (walk) */
-	for (int i = 0; i < nc && i < MAX_THREADS_L; i++)
-		if (capture_state(vm, m, c[i].L, i))
+	int i;
+	for (i = 0; i < nc && i < MAX_THREADS_L; i++)
+		if (capture_state(vm, m, vm->cand[i].L, i))
 			break;
+	/* more states on this thread than MAX_THREADS_L: the outer ones'
+	 * frames are not walked (counted) */
+	if (i == MAX_THREADS_L && nc > MAX_THREADS_L)
+		limit_hit(LIMIT_PUC_NESTED, 1);
 	return 0;
 }
 
