@@ -117,6 +117,8 @@ int cmd_record(struct cli_opts *o)
 		msg_debug(1, "target exited; writing the profile");
 	if (profile_map_frames(p, resolve_line, NULL) < 0)
 		msg_debug(1, "out of memory: native frames keep no source lines");
+	if (profile_name_functions(p) < 0)
+		msg_debug(1, "out of memory: Lua functions keep their call-site names");
 	int wrc = out_write_file(p, o->format, o->output);
 	if (o->subprocesses && !session_runtime(s))
 		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));

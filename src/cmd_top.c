@@ -86,6 +86,7 @@ struct top {
 	uint64_t next_ns;         /* next refresh (monotonic) */
 	uint64_t stamp;
 	struct top_agg agg[2];    /* [with_line] */
+	struct fn_names *names;   /* one name per Lua function (profile.h) */
 	uint32_t *view;           /* rows with samples, sorted */
 	size_t nview, view_cap;
 	const struct session_stats *live; /* the session's running stats */
@@ -127,8 +128,10 @@ static int32_t agg_row(struct top_agg *a, const char *label)
 	return (int32_t)a->nrows++;
 }
 
-/* Map the frames interned since the last call to rows. 0 or -1 (memory). */
-static int agg_sync(struct top_agg *a, const struct profile *p, int with_line)
+/* Map the frames interned since the last call to rows, Lua functions
+ * under the name NM chose. 0 or -1 (memory). */
+static int agg_sync(struct top_agg *a, const struct profile *p, const struct fn_names *nm,
+		    int with_line)
 {
 	size_t n = profile_nframes(p);
 	if (n > a->fid_cap) {
@@ -146,7 +149,9 @@ static int agg_sync(struct top_agg *a, const struct profile *p, int with_line)
 		const struct frame *fr = profile_frame(p, (uint32_t)a->nfid);
 		int32_t r = -1;
 		if (fr && fr->kind != FRAME_ROOT && fr->kind != FRAME_VMSTATE) {
-			const char *label = intern(frame_label(fr, buf, sizeof buf, with_line));
+			struct frame named = *fr;
+			named.name = fn_names_best(nm, fr);
+			const char *label = intern(frame_label(&named, buf, sizeof buf, with_line));
 			if (!label || (r = agg_row(a, label)) < 0)
 				return -1;
 		}
@@ -242,7 +247,16 @@ static void top_recount(struct top *t)
 {
 	struct top_agg *a = &t->agg[t->with_line];
 	stats_since(&t->snap, t->live, &t->base);
-	if (agg_sync(a, t->p, t->with_line) < 0) {
+	/* names are chosen over the whole table: when one changed, the
+	 * frames are mapped to rows again (rows left empty are not shown) */
+	int renamed = t->names ? fn_names_count(t->names, t->p) : -1;
+	if (renamed < 0) {
+		t->oom = 1;
+		return;
+	}
+	if (renamed)
+		t->agg[0].nfid = t->agg[1].nfid = 0;
+	if (agg_sync(a, t->p, t->names, t->with_line) < 0) {
 		t->oom = 1;
 		return;
 	}
@@ -816,7 +830,10 @@ int cmd_top(struct cli_opts *o)
 	t.o = o;
 	t.s = s;
 	t.p = profile_new();
-	if (!t.p) {
+	t.names = fn_names_new();
+	if (!t.p || !t.names) {
+		profile_free(t.p);
+		fn_names_free(t.names);
 		session_finish(s);
 		return msg_err_pid(0, -LS_E_NOMEM);
 	}
@@ -867,5 +884,6 @@ int cmd_top(struct cli_opts *o)
 	agg_free(&t.agg[1]);
 	free(t.view);
 	profile_free(t.p);
+	fn_names_free(t.names);
 	return session_finish(s);
 }

@@ -86,6 +86,18 @@ static int emit_segments(const struct lua_walk *w, int i, int replace, int drop_
 	return emitted;
 }
 
+/* Name FR, a native frame of W's VM module without a symbol, by its
+ * role; *GC says no Lua or VM frame was met yet inside it. */
+static void name_vm_code(const struct lua_walk *w, struct frame *fr, int *gc)
+{
+	int in_vm = fr->addr >= w->vm_start && fr->addr < w->vm_end;
+	if (in_vm)
+		*gc = 0;
+	if (!w->vm_module || fr->module != w->vm_module || !frame_is_unnamed(fr))
+		return;
+	fr->name = intern(*gc ? "[LuaJIT GC]" : "[LuaJIT VM]");
+}
+
 static const struct lua_walk no_lua; /* merge_stacks(..., NULL, ...) */
 
 /* The innermost frame of segment K of W. */
@@ -130,14 +142,18 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		cmatch[i - 1] = k;
 		cmod[i - 1] = si.module;
 	}
+	int gc = w->vm_gc; /* still inside the Lua code and the VM (leaf side) */
 	for (int i = 0; i < ns->n; i++) {
-		emit_segments(w, i, 0, -1, out);
+		if (emit_segments(w, i, 0, -1, out))
+			gc = 0;
 		int dropk = -1;
 		for (int k = 0; k < w->nseg; k++)
 			if (w->seg[k].native_index == i && w->seg[k].replace && i > 0 && cmatch[i - 1] == k)
 				dropk = k;
-		if (emit_segments(w, i, 1, dropk, out))
+		if (emit_segments(w, i, 1, dropk, out)) {
+			gc = 0;
 			continue;
+		}
 		struct frame fr;
 		int fused = cmatch[i] >= 0;
 		if (fused && cbyfde[i]) {
@@ -147,18 +163,27 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 			const struct frame *c = seg_top(w, cmatch[i]);
 			if (c->name && c->name[0] != '[') {
 				fr = *c;
-				fr.module = cmod[i];
+				if (!c->module)
+					fr.module = cmod[i];
 				push(out, &fr);
 				continue;
 			}
 			fused = 0;
 		}
 		merge_native_frame(s, &ns->f[i], &fr);
+		if (!fused)
+			name_vm_code(w, &fr, &gc);
 		if (fused) {
 			const struct frame *c = seg_top(w, cmatch[i]);
 			fr.kind = FRAME_C;
-			if (frame_is_unnamed(&fr) && c->name && !frame_is_unnamed(c))
+			if (c->name && !frame_is_unnamed(c) && c->module && c->module != fr.module) {
+				/* the Lua side names the function this one calls
+				 * for it, in another module (an FFI call) */
+				fr.name = c->name;
+				fr.module = c->module;
+			} else if (frame_is_unnamed(&fr) && c->name && !frame_is_unnamed(c)) {
 				fr.name = c->name; /* stripped: the Lua side knows it better */
+			}
 		}
 		push(out, &fr);
 	}
@@ -216,6 +241,9 @@ void lua_walk_reset(struct lua_walk *w)
 {
 	w->nf = 0;
 	w->nseg = 0;
+	w->vm_module = NULL;
+	w->vm_start = w->vm_end = 0;
+	w->vm_gc = 0;
 }
 
 void lua_walk_free(struct lua_walk *w)

@@ -31,6 +31,13 @@ struct lua_walk {
 	int nf, capf;
 	struct lua_segment *seg;
 	int nseg, capseg;
+	/* how merge_stacks() names the VM's own native code where it has no
+	 * symbol (stripped libluajit): set by the walker, cleared by
+	 * lua_walk_reset() (docs/naming.md §2) */
+	const char *vm_module;  /* interned basename of the module holding
+	                         * the VM, or NULL (no naming) */
+	uint64_t vm_start, vm_end; /* its assembler VM code (lj_vm_*), or 0, 0 */
+	int vm_gc;              /* the sample's vmstate is GC */
 };
 
 #define LUA_WALK_MAX_FRAMES (1 << 20)   /* 40 MiB of frames: past it, -LS_E_NOMEM */
@@ -71,6 +78,9 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
  * stripped static one): the Lua-side frame takes the native frame's
  * place with the native module, unless its name is a "[...]" stand-in,
  * then the native frame stays as it is.
+ * A native frame without a symbol in W->vm_module is named by its role
+ * (module kept): "[LuaJIT GC]" when W->vm_gc and no Lua frame or VM
+ * frame is inside it, else "[LuaJIT VM]".
  * A stack longer than MERGE_KEEP_FRAMES is cut in its middle (above).
  * W may be NULL (native frames only). Returns the number of frames. */
 int merge_stacks(struct symtab *s, const struct native_stack *ns,

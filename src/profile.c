@@ -265,3 +265,204 @@ int profile_map_frames(struct profile *p, void (*fn)(struct frame *fr, void *arg
 	profile_free(q);
 	return 0;
 }
+
+/* ------------------------------------------------------------ names */
+
+/* One name per Lua function (docs/naming.md §1).
+ * A Lua frame's name comes from the call site, so one prototype shows
+ * under several names; this table counts samples per (chunk, linedefined,
+ * name) and picks one name per (chunk, linedefined). */
+struct fn_tally {                /* samples of one function under one name */
+	const char *file;
+	int32_t firstline;
+	const char *name;
+	uint64_t count;
+};
+
+struct fn_key {                  /* one function: its best name */
+	const char *file;
+	int32_t firstline;
+	const char *best;        /* from the last count, NULL: no samples */
+	uint64_t best_count;
+	int best_rank;
+	const char *shown;       /* the last non-NULL best: what was handed out */
+};
+
+struct fn_names {
+	struct fn_tally *t;
+	size_t nt, tcap;
+	struct htab tt;          /* (file, firstline, name) -> t[] */
+	struct fn_key *k;
+	size_t nk, kcap;
+	struct htab kt;          /* (file, firstline) -> k[] */
+};
+
+struct fn_names *fn_names_new(void)
+{
+	return calloc(1, sizeof(struct fn_names));
+}
+
+void fn_names_free(struct fn_names *nm)
+{
+	if (!nm)
+		return;
+	free(nm->t);
+	htab_free(&nm->tt);
+	free(nm->k);
+	htab_free(&nm->kt);
+	free(nm);
+}
+
+/* Rank of a name: 0 a name the function was called or found under, 1 a
+ * metamethod event ("__index"), 2 a stand-in ("function <chunk:line>",
+ * "?"). Lower is better. */
+static int name_rank(const char *s)
+{
+	if (!s || !strncmp(s, "function <", 10) || !strcmp(s, "?"))
+		return 2;
+	return s[0] == '_' && s[1] == '_' ? 1 : 0;
+}
+
+/* Is NAME (COUNT samples) a better name than the key's best so far? */
+static int name_better(const struct fn_key *k, const char *name, uint64_t count)
+{
+	int r = name_rank(name);
+	if (!k->best || r != k->best_rank)
+		return !k->best || r < k->best_rank;
+	if (count != k->best_count)
+		return count > k->best_count;
+	return strcmp(name, k->best) < 0;
+}
+
+static int is_fn_frame(const struct frame *fr)
+{
+	/* firstline 0: a main chunk (always "main chunk") or not known */
+	return fr->kind == FRAME_LUA && fr->file && fr->name && fr->firstline > 0;
+}
+
+static uint64_t fn_hash(const char *file, int32_t firstline)
+{
+	return htab_fnv1a_word(htab_fnv1a_ptr(HTAB_FNV_INIT, file), (uint32_t)firstline);
+}
+
+struct fn_find {
+	const struct fn_names *nm;
+	const struct frame *fr;
+};
+
+static int tally_eq(const void *ctx, uint32_t i)
+{
+	const struct fn_find *f = ctx;
+	const struct fn_tally *t = &f->nm->t[i];
+	return t->file == f->fr->file && t->firstline == f->fr->firstline && t->name == f->fr->name;
+}
+
+static int key_eq(const void *ctx, uint32_t i)
+{
+	const struct fn_find *f = ctx;
+	const struct fn_key *k = &f->nm->k[i];
+	return k->file == f->fr->file && k->firstline == f->fr->firstline;
+}
+
+/* Add COUNT samples of FR's function under FR's name. 0 or -1 (memory). */
+static int fn_names_add(struct fn_names *nm, const struct frame *fr, uint64_t count)
+{
+	struct fn_find f = { nm, fr };
+	uint64_t h = fn_hash(fr->file, fr->firstline);
+	size_t pos;
+	if (htab_reserve(&nm->kt) < 0)
+		return -1;
+	if (htab_find(&nm->kt, h, key_eq, &f, &pos) < 0) {
+		if (array_grow(&nm->k, &nm->kcap, nm->nk + 1, sizeof *nm->k) < 0)
+			return -1;
+		nm->k[nm->nk] = (struct fn_key){ fr->file, fr->firstline, NULL, 0, 3, NULL };
+		htab_insert(&nm->kt, pos, h, (uint32_t)nm->nk++);
+	}
+	h = htab_fnv1a_ptr(h, fr->name);
+	if (htab_reserve(&nm->tt) < 0)
+		return -1;
+	int64_t i = htab_find(&nm->tt, h, tally_eq, &f, &pos);
+	if (i < 0) {
+		if (array_grow(&nm->t, &nm->tcap, nm->nt + 1, sizeof *nm->t) < 0)
+			return -1;
+		nm->t[nm->nt] = (struct fn_tally){ fr->file, fr->firstline, fr->name, 0 };
+		htab_insert(&nm->tt, pos, h, (uint32_t)nm->nt);
+		i = (int64_t)nm->nt++;
+	}
+	nm->t[i].count += count;
+	return 0;
+}
+
+/* Choose each key's best name from the tallies; 1 when a name handed out
+ * before (fn_names_best) is no longer the best, else 0. */
+static int fn_names_choose(struct fn_names *nm)
+{
+	int changed = 0;
+	for (size_t i = 0; i < nm->nk; i++) {
+		nm->k[i].best = NULL;
+		nm->k[i].best_count = 0;
+		nm->k[i].best_rank = 3;
+	}
+	for (size_t i = 0; i < nm->nt; i++) {
+		const struct fn_tally *t = &nm->t[i];
+		struct frame fr = { .kind = FRAME_LUA, .file = t->file, .firstline = t->firstline };
+		struct fn_find f = { nm, &fr };
+		int64_t k = htab_find(&nm->kt, fn_hash(t->file, t->firstline), key_eq, &f, NULL);
+		if (k < 0 || !t->count)
+			continue;
+		struct fn_key *key = &nm->k[k];
+		if (name_better(key, t->name, t->count)) {
+			key->best = t->name;
+			key->best_count = t->count;
+			key->best_rank = name_rank(t->name);
+		}
+	}
+	for (size_t i = 0; i < nm->nk; i++) {
+		struct fn_key *key = &nm->k[i];
+		if (!key->best)
+			continue;
+		if (key->shown && key->shown != key->best)
+			changed = 1;
+		key->shown = key->best;
+	}
+	return changed;
+}
+
+int fn_names_count(struct fn_names *nm, const struct profile *p)
+{
+	for (size_t i = 0; i < nm->nt; i++)
+		nm->t[i].count = 0;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct pstack *ps = &p->stacks[i];
+		for (size_t d = 0; d < ps->depth; d++) {
+			const struct frame *fr = &p->frames[p->ids[ps->off + d]];
+			if (is_fn_frame(fr) && fn_names_add(nm, fr, ps->count) < 0)
+				return -1;
+		}
+	}
+	return fn_names_choose(nm);
+}
+
+const char *fn_names_best(const struct fn_names *nm, const struct frame *fr)
+{
+	if (!nm || !is_fn_frame(fr))
+		return fr->name;
+	struct fn_find f = { nm, fr };
+	int64_t k = htab_find(&nm->kt, fn_hash(fr->file, fr->firstline), key_eq, &f, NULL);
+	return k >= 0 && nm->k[k].shown ? nm->k[k].shown : fr->name;
+}
+
+static void rename_frame(struct frame *fr, void *arg)
+{
+	fr->name = fn_names_best(arg, fr);
+}
+
+int profile_name_functions(struct profile *p)
+{
+	struct fn_names *nm = fn_names_new();
+	if (!nm)
+		return -1;
+	int rc = fn_names_count(nm, p) < 0 ? -1 : profile_map_frames(p, rename_frame, nm);
+	fn_names_free(nm);
+	return rc;
+}

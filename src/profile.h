@@ -64,4 +64,31 @@ void profile_stack(const struct profile *p, size_t i, pid_t *tid,
 /* Sum of all counts. */
 uint64_t profile_total(const struct profile *p);
 
+/* One function, one name (docs/naming.md §1).
+ * A Lua frame's name comes from its call site, so one prototype may be
+ * met as "leaf", "__index" and "function <app.lua:3>". A function is its
+ * prototype, keyed by (file, firstline) of its FRAME_LUA frames; its name
+ * is chosen from the samples counted per (file, firstline, name): a name
+ * it was called or found under, else a metamethod event ("__index"),
+ * else the stand-in "function <chunk:line>"; among equals the most
+ * samples, then the first in byte order. Names are chosen when a profile
+ * is written or a table counted, never while sampling, so a name learned
+ * later cannot split a function into two rows. */
+struct fn_names;
+/* An empty table, or NULL when out of memory. Free with fn_names_free(). */
+struct fn_names *fn_names_new(void);
+void fn_names_free(struct fn_names *nm);
+/* Count P's stacks (each Lua frame by its stack's count) into NM, whose
+ * earlier counts are forgotten (the names it met are kept), and choose
+ * the names. Returns 1 when a name fn_names_best() gave before changed,
+ * 0 when none did, -1 when out of memory (NM keeps what it counted). */
+int fn_names_count(struct fn_names *nm, const struct profile *p);
+/* The name FR's function shows under: the chosen one for a FRAME_LUA
+ * frame with a file that NM counted, else FR->name. NM may be NULL. */
+const char *fn_names_best(const struct fn_names *nm, const struct frame *fr);
+/* Count P and give every Lua frame its function's name, merging the
+ * stacks that become equal (profile_map_frames()). 0, or -1 when out of
+ * memory (P unchanged). */
+int profile_name_functions(struct profile *p);
+
 #endif

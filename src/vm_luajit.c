@@ -578,8 +578,44 @@ static int fn_kind(struct ctx *c, uint64_t fn, uint64_t *pt, uint8_t *ffid, uint
 	return 1;
 }
 
-/* Fill FR for function FN running at PC (0 = unknown). */
-static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
+/* Builtins that no library table holds, named by their neighbour: each
+ * is defined just before its library function in LuaJIT 2.1's lib_base.c
+ * and lib_string.c, so its builtin number is that function's minus one
+ * (lj_ffdef.h order; docs/naming.md §3). */
+static const char *const aux_of[] = { "ipairs", "string.gmatch", "coroutine.wrap" };
+
+static const char *aux_name(const struct vm *vm, uint8_t ffid)
+{
+	const char *next = ffid < 255 ? vm->found.ffname[ffid + 1] : NULL;
+	for (size_t i = 0; next && i < sizeof aux_of / sizeof aux_of[0]; i++)
+		if (!strcmp(next, aux_of[i]))
+			return internf("%s_aux", next);
+	return NULL;
+}
+
+/* The C function an FFI call from the frame at slot SLOT goes to: its
+ * first argument (at SLOT + 8, the frame's base) is a cdata whose payload
+ * (after the GCcdata header: 2 references) is the function pointer, named
+ * when a symbol starts there exactly (lj_obj.h GCcdata, lib_ffi.c
+ * ffi_meta___call; docs/naming.md §3). Fills *SI; 1 when named, else 0. */
+static int ffi_callee(struct ctx *c, uint64_t slot, struct sym_info *si)
+{
+	uint64_t tv, cf;
+	if (!c->t || !c->t->sym || !slot || mem_read_u64(c->m, slot + 8, &tv) < 0)
+		return 0;
+	int it = c->fr2 ? (int)((int64_t)tv >> 47) : (int)(int32_t)(uint32_t)(tv >> 32);
+	if (it != ~(int)LJ_GCT_CDATA)
+		return 0;
+	uint64_t cd = c->fr2 ? lj_gcptr(c->ol, tv) : (tv & 0xffffffffull);
+	if (!lj_is_gct(c->ol, c->m, cd, LJ_GCT_CDATA) ||
+	    mem_read_u64(c->m, cd + 2u * c->ol->gcref, &cf) < 0 || !cf || in_vm(c->vm, cf))
+		return 0;
+	return symtab_lookup(c->t->sym, cf, 0, si) == 0 && si->name && si->func_start == cf;
+}
+
+/* Fill FR for function FN at frame slot SLOT (0 = unknown) running at PC
+ * (0 = unknown). */
+static int make_frame(struct ctx *c, uint64_t fn, uint64_t slot, uint64_t pc, struct frame *fr)
 {
 	memset(fr, 0, sizeof *fr);
 	uint64_t pt = 0, f = 0;
@@ -605,11 +641,28 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 	}
 	fr->kind = FRAME_C;
 	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
-	if (ffid > 1 && c->vm->found.ffname[ffid])
+	struct sym_info ffi = { 0 };
+	const char *aux = NULL;
+	static const char *cdata_call;
+	if (!cdata_call)
+		cdata_call = intern("cdata.__call");
+	if (ffid > 1 && c->vm->found.ffname[ffid] == cdata_call && ffi_callee(c, slot, &ffi)) {
+		/* an FFI call (the cdata __call builtin): named by the C
+		 * function it calls, with that function's module */
+		fr->name = ffi.name;
+		fr->module = ffi.module;
+	} else if (ffid > 1 && c->vm->found.ffname[ffid]) {
 		fr->name = c->vm->found.ffname[ffid];
-	else if (n)
+	} else if (n) {
 		fr->name = n->name;
-	else {
+	} else if (ffid > 1 && (aux = aux_name(c->vm, ffid)) != NULL) {
+		fr->name = aux;
+	} else if (ffid > 1 && ffi_callee(c, slot, &ffi)) {
+		/* an FFI call (the cdata __call builtin): named by the C
+		 * function it calls, with that function's module */
+		fr->name = ffi.name;
+		fr->module = ffi.module;
+	} else {
 		/* no Lua name: the C symbol, when the module has one, else
 		 * module+offset (the same in every process), never the address */
 		struct sym_info si = { 0 };
@@ -625,7 +678,7 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t pc, struct frame *fr)
 			fr->name = internf("[C 0x%llx]", (unsigned long long)f);
 		fr->module = si.module;
 	}
-	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid]))
+	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid]) && !aux && !ffi.name)
 		c->name_miss = 1;
 	/* ASM fast functions live in the VM and have no native frame */
 	fr->addr = in_vm(c->vm, f) ? 0 : f;
@@ -664,7 +717,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		if (rd_frame(c, f, &fn, &link) < 0)
 			return -LS_E_FAULT;
 		struct frame fr;
-		int rc = make_frame(c, fn, sw->pc, &fr);
+		int rc = make_frame(c, fn, f, sw->pc, &fr);
 		if (rc < 0) {
 			msg_debug(3, "luajit: L 0x%llx frame slot 0x%llx (stack+%llu): function 0x%llx link 0x%llx, %d frames above",
 				  (unsigned long long)sw->L, (unsigned long long)f,
@@ -1739,6 +1792,11 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	struct ctx *c = &w.c;
 	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
 	memset(info, 0, sizeof *info);
+	/* the VM's own code without symbols is named by its role (merge.h) */
+	lw->vm_module = vm->vm_module;
+	lw->vm_start = vm->vm_start;
+	lw->vm_end = vm->vm_end;
+	lw->vm_gc = w.have && w.s->vmstate == LJ_VMST_GC;
 	int rc = restart_after_trace(&w);
 	if (rc == 0 && ts->native.n == 0) {
 		/* --lua-only / --nonblocking: no native frames to anchor the

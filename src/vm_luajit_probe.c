@@ -441,6 +441,74 @@ static void find_entry(struct vm *vm, struct mem *m, const char *key, uint64_t v
 		fa->v = v;
 }
 
+/* The metamethods of cdata (lib_ffi.c's ffi_meta table), which no library
+ * table holds, as "cdata.__index" ... (docs/naming.md §3): the table is a
+ * GC root, g->gcroot[GCROOT_BASEMT + ~LJ_TCDATA]. gcroot[] is found in
+ * global_State (below DISPATCH) by its first entries, the metamethod
+ * names in MMDEF order (lj_obj.h: "__index", "__newindex", "__gc",
+ * "__mode", "__eq"); the base metatables follow the MM__MAX names. */
+static void learn_cdata_names(struct vm *vm, struct mem *m, uint64_t g)
+{
+	static const char *const mm[] = { "__index", "__newindex", "__gc", "__mode", "__eq" };
+	unsigned r = vm->ol->gcref, len = vm->lay->g2disp;
+	if (len < 64 || len > 8192)
+		return;
+	uint8_t *buf = malloc(len);
+	if (!buf || mem_read(m, g, buf, len) < 0) {
+		free(buf);
+		return;
+	}
+	char s[32];
+	for (unsigned o = 0; o + 48 * r <= len; o += r) {
+		int k = 0, n = 0;
+		for (; k < 5; k++) {
+			uint64_t ref = 0;
+			memcpy(&ref, buf + o + k * r, r);
+			if (read_str(vm, m, lj_gcptr(vm->ol, ref), s, sizeof s) < 0 || strcmp(s, mm[k]))
+				break;
+		}
+		if (k < 5)
+			continue;
+		/* MM__MAX: the names go on while they are "__..." strings */
+		for (n = 5; n < 32; n++) {
+			uint64_t ref = 0;
+			memcpy(&ref, buf + o + n * r, r);
+			if (read_str(vm, m, lj_gcptr(vm->ol, ref), s, sizeof s) < 0 || strncmp(s, "__", 2))
+				break;
+		}
+		uint64_t mt = 0;
+		memcpy(&mt, buf + o + (n + LJ_GCT_CDATA) * r, r);
+		mt = lj_gcptr(vm->ol, mt);
+		struct lib_arg la = { "cdata" };
+		int before = vm->found.nnames;
+		if (mt && tab_each(vm, m, mt, lib_entry, &la) == 0)
+			msg_debug(1, "luajit: g->gcroot at g+%u, %d metamethod names, %d cdata metamethods",
+				  o, n, vm->found.nnames - before);
+		break;
+	}
+	free(buf);
+}
+
+/* The metamethods of ffi.C (lib_ffi.c's ffi_clib: "ffi.C.__index" ...),
+ * from its userdata's metatable: GCudata.metatable, after the header,
+ * udtype, env and len, at 4 references (lj_obj.h GCudata,
+ * docs/naming.md §3). LOADED is package.loaded. */
+static void learn_clib_names(struct vm *vm, struct mem *m, uint64_t loaded)
+{
+	struct find_arg fa = { "ffi", 0 };
+	tab_each(vm, m, loaded, find_entry, &fa);
+	if (tv_itype(vm, fa.v) != IT_TAB)
+		return;
+	struct find_arg fc = { "C", 0 };
+	tab_each(vm, m, lj_gcptr(vm->ol, fa.v), find_entry, &fc);
+	uint64_t ud = lj_gcptr(vm->ol, fc.v), mt;
+	if (!ud || !lj_is_gct(vm->ol, m, ud, LJ_GCT_UDATA) ||
+	    lj_read_ref(vm->ol, m, ud + 4u * vm->ol->gcref, &mt) < 0 || !mt)
+		return;
+	struct lib_arg la = { "ffi.C" };
+	tab_each(vm, m, mt, lib_entry, &la);
+}
+
 int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g)
 {
 	uint64_t reg;
@@ -455,6 +523,8 @@ int lj_learn_names(struct vm *vm, struct mem *m, uint64_t g)
 		tab_each(vm, m, lj_gcptr(vm->ol, fa.v), loaded_entry, &pass);
 	msg_debug(1, "luajit: learned %d library function names from package.loaded",
 		  vm->found.nnames - before);
+	learn_cdata_names(vm, m, g);
+	learn_clib_names(vm, m, lj_gcptr(vm->ol, fa.v));
 	return 0;
 }
 

@@ -131,6 +131,51 @@ static void test_profile_identity(void)
 	profile_free(p);
 }
 
+/* One function, one name (docs/naming.md §1): the prototype a.lua:6,
+ * met as "leaf" (5 samples), "__index" (9) and "function <a.lua:6>"
+ * (20), is "leaf" everywhere and its stacks merge; a function met only
+ * as a metamethod keeps that name, main chunks and C frames keep theirs. */
+static void test_profile_one_name(void)
+{
+	struct profile *p = profile_new();
+	struct frame caller = fx_frame(FRAME_LUA, "caller", "a.lua", NULL, 20, 18, 0, 0);
+	struct frame v[3][2];
+	const char *names[3] = { "leaf", "__index", "function <a.lua:6>" };
+	uint64_t counts[3] = { 5, 9, 20 };
+	for (int i = 0; i < 3; i++) {
+		v[i][0] = caller;
+		v[i][1] = fx_frame(FRAME_LUA, names[i], "a.lua", NULL, 7, 6, 0, 0);
+		CHECK(fx_add(p, 1, v[i], 2, counts[i]) == 0, "add %d", i);
+	}
+	struct frame mm[2] = { caller, fx_frame(FRAME_LUA, "__lt", "a.lua", NULL, 31, 30, 0, 0) };
+	CHECK(fx_add(p, 1, mm, 2, 2) == 0, "add __lt");
+	struct frame c[2] = { caller, fx_frame(FRAME_C, "__index", NULL, "m.so", 0, 0, 0, 0) };
+	CHECK(fx_add(p, 1, c, 2, 1) == 0, "add C");
+	struct fn_names *nm = fn_names_new();
+	CHECK(nm && fn_names_count(nm, p) == 0, "first count changes nothing handed out");
+	CHECK(strcmp(fn_names_best(nm, &v[1][1]), "leaf") == 0, "best: %s", fn_names_best(nm, &v[1][1]));
+	CHECK(strcmp(fn_names_best(nm, &mm[1]), "__lt") == 0, "metamethod only");
+	CHECK(strcmp(fn_names_best(nm, &c[1]), "__index") == 0, "C frame untouched");
+	/* a later count where "__index" alone has samples: the name changes */
+	profile_reset(p);
+	CHECK(fx_add(p, 1, v[1], 2, 3) == 0, "add after reset");
+	CHECK(fn_names_count(nm, p) == 1, "a handed-out name changed");
+	CHECK(strcmp(fn_names_best(nm, &v[0][1]), "__index") == 0, "now __index");
+	fn_names_free(nm);
+	/* record: the three stacks become one of 34 samples */
+	profile_reset(p);
+	for (int i = 0; i < 3; i++)
+		CHECK(fx_add(p, 1, v[i], 2, counts[i]) == 0, "re-add %d", i);
+	CHECK(profile_name_functions(p) == 0, "rename");
+	CHECK(profile_nstacks(p) == 1 && profile_total(p) == 34, "one stack: %zu, %llu",
+	      profile_nstacks(p), (unsigned long long)profile_total(p));
+	const uint32_t *ids;
+	size_t depth;
+	profile_stack(p, 0, NULL, &ids, &depth, NULL);
+	CHECK(depth == 2 && strcmp(profile_frame(p, ids[1])->name, "leaf") == 0, "named leaf");
+	profile_free(p);
+}
+
 static void test_profile_scale(void)
 {
 	struct profile *p = profile_new();
@@ -807,6 +852,7 @@ int main(void)
 {
 	test_profile_basic();
 	test_profile_identity();
+	test_profile_one_name();
 	test_profile_scale();
 	test_clean();
 	test_json_string();

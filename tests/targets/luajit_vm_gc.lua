@@ -1,0 +1,18 @@
+-- luajit_vm_gc.lua: time in the VM's own code, for luajit-vm-labels.test:
+-- churn() allocates hard (the GC runs under it), modloop() uses % in a
+-- hot loop (a trace calls the VM's modulo helper).
+--   luajit luajit_vm_gc.lua [SECONDS]
+local secs = tonumber(arg[1]) or 10
+local keep = {}
+local function churn()
+  for i = 1, 2000 do keep[i % 500 + 1] = { i, { i }, tostring(i) .. "x" } end
+end
+local function modloop()
+  local s = 0
+  for i = 1, 200000 do s = (s + i * 3) % 1000003 end
+  return s
+end
+local t0 = os.clock()
+while os.clock() - t0 < secs do
+  churn(); modloop()
+end
