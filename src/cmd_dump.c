@@ -45,6 +45,8 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 			}
 			if (st->f[i].line > 0)
 				fprintf(ca->f, ",\"line\":%d", st->f[i].line);
+			if (st->f[i].trace > 0)
+				fprintf(ca->f, ",\"trace\":%d", st->f[i].trace);
 			fputc('}', ca->f);
 		}
 		fputs("]}", ca->f);
@@ -57,7 +59,10 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 			for (char *c = buf; *c; c++)
 				if ((unsigned char)*c < 32)
 					*c = '?';
-			fprintf(ca->f, "    %s\n", buf);
+			fprintf(ca->f, "    %s", buf);
+			if (st->f[i].trace > 0)
+				fprintf(ca->f, " [JIT trace %d]", st->f[i].trace);
+			fputc('\n', ca->f);
 		}
 	}
 	ca->count++;
