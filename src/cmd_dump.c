@@ -200,9 +200,17 @@ int cmd_dump(struct cli_opts *o)
 			fputs(",\"coroutines\":[", f);
 		else
 			fputc('\n', f);
-		int n = t->vm_ops->coroutines(t->vm, t, held, nheld, print_coroutine, &ca);
+		const char *cut = NULL;
+		int n = t->vm_ops->coroutines(t->vm, t, held, nheld, print_coroutine, &ca, &cut);
 		if (o->json)
 			fputc(']', f);
+		/* a bound stopped the list: say so where it is cut */
+		if (n >= 0 && cut && o->json) {
+			fputs(",\"coroutines_cut\":", f);
+			out_put_json(f, cut);
+		} else if (n >= 0 && cut) {
+			fprintf(f, "<coroutine list cut: %s>\n", cut);
+		}
 		for (int i = 0; i < nth; i++)
 			if (states[i] != '?' && stoprc[i] == 0)
 				ptrace_release(&stops[i]);

@@ -126,9 +126,11 @@ struct vm_ops {
 	 * threads of T the caller holds stopped for the whole call, as
 	 * sampled (registers, capture()): then the list is one moment with
 	 * their stacks, and a coroutine running on one of them is walked from
-	 * its registers. Bounded. Returns count or -LS_E_*. */
+	 * its registers. Bounded: when a bound stops the list, *CUT says
+	 * which (static text, e.g. "more than 4096 coroutines"), else NULL.
+	 * Returns count or -LS_E_*. */
 	int (*coroutines)(struct vm *vm, struct target *t, const struct thread_snap *held,
-			  int nheld, vm_coroutine_fn *fn, void *arg);
+			  int nheld, vm_coroutine_fn *fn, void *arg, const char **cut);
 	/* Optional: discovery, never inside a stop window or a walk: finding
 	 * states (a heap scan, up to hundreds of ms on a large heap), learning
 	 * C function names again, refreshing coroutines. WHAT is the VM_DISC_*

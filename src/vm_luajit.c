@@ -1898,9 +1898,12 @@ static const struct thread_snap *held_runner(const struct thread_snap *held, int
  * there); the others from L->base. A stack deeper than
  * MERGE_KEEP_FRAMES keeps both ends around "<elided N frames>"
  * (merge_stacks()). */
+#define LJ_CORO_VISIT (1 << 20)        /* GC objects visited per state by lj_coroutines() */
+
 static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_snap *held,
-			 int nheld, vm_coroutine_fn *fn, void *arg)
+			 int nheld, vm_coroutine_fn *fn, void *arg, const char **cut)
 {
+	*cut = NULL;
 	struct ctx c = ctx_make(vm, t, &t->mem.base);
 	int count = 0;
 	struct stack st = { 0 };
@@ -1913,7 +1916,8 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 		uint64_t g = vm->found.g[gi], o, curL;
 		if (rd_ref(&c, g + c.l->g_gc_root, &o) < 0 || rd_ref(&c, g + c.l->g_cur_L, &curL) < 0)
 			continue;
-		for (int guard = 0; o && guard < (1 << 20); guard++) {
+		int guard;
+		for (guard = 0; o && guard < LJ_CORO_VISIT; guard++) {
 			uint8_t h[16];
 			if (mem_read(c.m, o, h, 16) < 0)
 				break;
@@ -1969,6 +1973,8 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 				break;
 			o = next;
 		}
+		if (guard == LJ_CORO_VISIT && o)
+			*cut = "more than 1048576 GC objects in a state";
 	}
 	stack_free(&st);
 	lua_walk_free(&lw);

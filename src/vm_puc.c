@@ -139,13 +139,14 @@ static int coro_stack(struct vm *vm, struct target *t, struct thread_snap *ts, u
 }
 
 static int puc_coroutines(struct vm *vm, struct target *t, const struct thread_snap *held,
-			  int nheld, vm_coroutine_fn *fn, void *arg)
+			  int nheld, vm_coroutine_fn *fn, void *arg, const char **cut)
 {
 	(void)held; /* the CallInfo chains are exact: no registers needed */
 	(void)nheld;
 	const struct puc_layout *lay = vm->lay;
 	struct mem *m = &t->mem.base;
 	puc_refresh_coros(vm, m);
+	*cut = vm->coros_cut;
 	struct thread_snap *ts = calloc(1, sizeof *ts);
 	if (!ts)
 		return -LS_E_NOMEM;

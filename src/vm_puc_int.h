@@ -76,6 +76,7 @@ struct vm {
 	int nstates;
 	uint64_t coros[MAX_COROS];     /* other threads (allgc walk) */
 	int ncoros;
+	const char *coros_cut;         /* the last allgc walk stopped at a bound: which */
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */

@@ -544,21 +544,25 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 	struct mem_cache mc;
 	mem_cache_init(&mc, live, GC_BLOCK, 1);
 	struct mem *m = &mc.base;
+	vm->coros_cut = NULL;
 	for (int s = 0; s < vm->nstates; s++) {
 		uint64_t g = vm->states[s] + (uint64_t)lay->L_size, o;
 		if (rd64(m, g + (uint64_t)lay->g_allgc, &o) < 0)
 			continue;
 		uint64_t tort = o, power = 1, lam = 0;
-		for (int steps = 0; o && steps < MAX_GC_VISIT; steps++) {
+		int steps;
+		for (steps = 0; o && steps < MAX_GC_VISIT; steps++) {
 			uint8_t h[16];
 			if (!ptr_ok(o) || mem_read(m, o, h, 16) < 0)
 				break;
-			if (h[8] == lay->gct_thread && n < max) {
+			if (h[8] == lay->gct_thread) {
 				int main_ = 0;
 				for (int k = 0; k < vm->nstates; k++)
 					main_ |= vm->states[k] == o;
-				if (!main_)
+				if (!main_ && n < max)
 					out[n++] = o;
+				else if (!main_)
+					vm->coros_cut = "more than 4096 coroutines";
 			}
 			o = g64(h, 0);
 			if (o == tort)
@@ -569,6 +573,8 @@ static int enum_threads(struct vm *vm, struct mem *live, uint64_t *out, int max)
 				lam = 0;
 			}
 		}
+		if (steps == MAX_GC_VISIT && o)
+			vm->coros_cut = "more than 400000 GC objects in a state";
 	}
 	mem_cache_free(&mc);
 	return n;
