@@ -18,7 +18,8 @@ struct coro_arg {
 	int count;
 };
 
-static void print_coroutine(void *arg, uint64_t addr, const char *status, const struct stack *st)
+static void print_coroutine(void *arg, uint64_t addr, const char *status, const struct stack *st,
+			    int err)
 {
 	struct coro_arg *ca = arg;
 	char buf[1024];
@@ -26,6 +27,10 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
 		out_put_json(ca->f, status);
+		if (err < 0) {
+			fputs(",\"error\":", ca->f);
+			out_put_json(ca->f, err_text(err));
+		}
 		fputs(",\"frames\":[", ca->f);
 		for (int i = 0; i < st->n; i++) {
 			if (i)
@@ -40,13 +45,25 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 			}
 			if (st->f[i].line > 0)
 				fprintf(ca->f, ",\"line\":%d", st->f[i].line);
+			if (st->f[i].trace > 0)
+				fprintf(ca->f, ",\"trace\":%d", st->f[i].trace);
 			fputc('}', ca->f);
 		}
 		fputs("]}", ca->f);
 	} else {
 		fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
-		for (int i = 0; i < st->n; i++)
-			fprintf(ca->f, "    %s\n", frame_label(&st->f[i], buf, sizeof buf, 1));
+		if (err < 0)
+			fprintf(ca->f, "    <error: %s>\n", err_text(err));
+		for (int i = 0; i < st->n; i++) {
+			frame_label(&st->f[i], buf, sizeof buf, 1);
+			for (char *c = buf; *c; c++)
+				if ((unsigned char)*c < 32)
+					*c = '?';
+			fprintf(ca->f, "    %s", buf);
+			if (st->f[i].trace > 0)
+				fprintf(ca->f, " [JIT trace %d]", st->f[i].trace);
+			fputc('\n', ca->f);
+		}
 	}
 	ca->count++;
 }
@@ -108,17 +125,55 @@ int cmd_dump(struct cli_opts *o)
 	memset(&ts, 0, sizeof ts);
 	struct stack st = { 0 };
 	int shown = 0, errors = 0;
+	/* --all-coroutines: every thread is held stopped from before the
+	 * first walk until the coroutines are listed, so that the list and
+	 * the threads' stacks are one moment (a coroutine that runs on a
+	 * thread is walked from its registers) */
+	int hold = o->all_coroutines && t->vm && t->vm_ops->coroutines;
+	char *states = calloc((size_t)nth + 1, 1);
+	int *stoprc = hold ? calloc((size_t)nth + 1, sizeof *stoprc) : NULL;
+	struct ptrace_stop *stops = hold ? calloc((size_t)nth + 1, sizeof *stops) : NULL;
+	struct thread_snap *held = hold ? calloc((size_t)nth + 1, sizeof *held) : NULL;
+	int nheld = 0;
+	if (!states || (hold && (!stoprc || !stops || !held))) {
+		free(states);
+		free(stoprc);
+		free(stops);
+		free(held);
+		free(th);
+		target_close(t);
+		return msg_err_pid(o->pid, -LS_E_NOMEM);
+	}
+	for (int i = 0; i < nth; i++) {
+		states[i] = proc_thread_state(o->pid, th[i].tid);
+		if (hold && states[i] != '?')
+			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &stops[i]);
+	}
 	for (int i = 0; i < nth; i++) {
 		struct walk_info info;
-		char state = proc_thread_state(o->pid, th[i].tid);
+		char state = states[i];
 		if (state == '?')
 			continue; /* gone since listing */
-		for (int k = 0; k < DUMP_RETRIES; k++) {
-			rc = sampler_sample_thread(t, th[i].tid, state, -1, &so, &ts, &st, &info, NULL);
+		struct sampler_opts sh = so;
+		sh.held = hold && stoprc[i] == 0;
+		memset(&info, 0, sizeof info);
+		stack_clear(&st);
+		rc = hold ? stoprc[i] : 0;
+		for (int k = 0; (!hold || sh.held) && k < DUMP_RETRIES; k++) {
+			rc = sampler_sample_thread(t, th[i].tid, state, -1, &sh, &ts, &st, &info, NULL);
 			/* again after a torn read, or once the walker could look
 			 * for a state it did not know (not while the thread was held) */
 			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
 				break;
+		}
+		if (sh.held) {
+			/* what the coroutine walk needs of it: registers, capture */
+			held[nheld].tid = ts.tid;
+			held[nheld].state = ts.state;
+			held[nheld].regs = ts.regs;
+			memcpy(held[nheld].vm_data, ts.vm_data, sizeof ts.vm_data);
+			held[nheld].mem = &t->mem.base;
+			nheld++;
 		}
 		if (rc == -LS_E_GONE)
 			continue;
@@ -140,15 +195,26 @@ int cmd_dump(struct cli_opts *o)
 	}
 	if (o->json)
 		fputc(']', f);
-	if (o->all_coroutines && t->vm && t->vm_ops->coroutines) {
+	if (hold) {
 		struct coro_arg ca = { f, o->json, 0 };
 		if (o->json)
 			fputs(",\"coroutines\":[", f);
 		else
 			fputc('\n', f);
-		int n = t->vm_ops->coroutines(t->vm, t, print_coroutine, &ca);
+		const char *cut = NULL;
+		int n = t->vm_ops->coroutines(t->vm, t, held, nheld, print_coroutine, &ca, &cut);
 		if (o->json)
 			fputc(']', f);
+		/* a bound stopped the list: say so where it is cut */
+		if (n >= 0 && cut && o->json) {
+			fputs(",\"coroutines_cut\":", f);
+			out_put_json(f, cut);
+		} else if (n >= 0 && cut) {
+			fprintf(f, "<coroutine list cut: %s>\n", cut);
+		}
+		for (int i = 0; i < nth; i++)
+			if (states[i] != '?' && stoprc[i] == 0)
+				ptrace_release(&stops[i]);
 		if (n < 0)
 			msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
 	}
@@ -158,6 +224,10 @@ int cmd_dump(struct cli_opts *o)
 	ptrace_reap_pending();
 	thread_snap_free(&ts);
 	stack_free(&st);
+	free(states);
+	free(stoprc);
+	free(stops);
+	free(held);
 	free(th);
 	target_close(t);
 	if (shown == 0)

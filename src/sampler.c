@@ -120,8 +120,8 @@ static int stop_window(void *arg)
 	struct stop_job *j = arg;
 	struct target *t = j->t;
 	struct thread_snap *ts = j->ts;
-	struct ptrace_stop st;
-	int rc = ptrace_stop(j->tid, j->o->stop_timeout_ns, &st);
+	struct ptrace_stop st = { .tid = j->tid, .stop_ns = time_now_ns() };
+	int rc = j->o->held ? 0 : ptrace_stop(j->tid, j->o->stop_timeout_ns, &st);
 	if (rc < 0)
 		return rc;
 	uint64_t t0 = st.stop_ns;
@@ -146,10 +146,11 @@ static int stop_window(void *arg)
 		/* the copies are taken: the caller may walk them while we
 		 * detach (the detach's result can't change the sample) */
 		stopper_done(0);
-		ptrace_release(&st);
+		if (!j->o->held)
+			ptrace_release(&st);
 		return 0;
 	}
-	int rr = ptrace_release(&st);
+	int rr = j->o->held ? 0 : ptrace_release(&st);
 	return rc == 0 ? rr : rc;
 }
 

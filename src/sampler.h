@@ -19,11 +19,13 @@ struct sampler_opts {
 	int native;              /* unwind native frames (0 = --lua-only) */
 	int nonblocking;         /* never stop the thread (needs native = 0) */
 	int walk_stopped;        /* unwind + walk before resuming (consistent; dump) */
+	int held;                /* the caller holds the thread stopped (ptrace_stop)
+	                          * and releases it: no stop, no release here */
 	size_t stack_copy_bytes; /* bytes of C stack copied while stopped */
 	uint64_t stop_timeout_ns;/* give up waiting for a stop after this */
 };
 
-/* Defaults: idle 0, native 1, nonblocking 0, walk_stopped 0, 32 KiB, 50 ms. */
+/* Defaults: idle 0, native 1, nonblocking 0, walk_stopped 0, held 0, 32 KiB, 50 ms. */
 void sampler_opts_default(struct sampler_opts *o);
 
 struct sample_stats {

@@ -90,6 +90,12 @@ struct walk_info {
 
 struct vm;
 
+/* Called by vm_ops.coroutines for each coroutine: its address, status,
+ * Lua stack, and 0 or the -LS_E_* that stopped its walk (ST then holds
+ * the frames walked before it). */
+typedef void vm_coroutine_fn(void *arg, uint64_t addr, const char *status,
+			     const struct stack *st, int err);
+
 struct vm_ops {
 	const char *family;             /* "luajit", "puc" */
 	/* Look for this family's VM in T. Returns 1 and *OUT when found, 0
@@ -115,11 +121,16 @@ struct vm_ops {
 	const char *(*describe)(struct vm *vm);
 	/* Optional: every coroutine found (dump --all-coroutines); may be NULL.
 	 * Calls FN for each with its status ("running", "suspended", "normal",
-	 * "dead") and its Lua stack. Bounded. Returns count or -LS_E_*. */
-	int (*coroutines)(struct vm *vm, struct target *t,
-			  void (*fn)(void *arg, uint64_t addr, const char *status,
-				     const struct stack *st),
-			  void *arg);
+	 * "dead") and its Lua stack (one deeper than MERGE_KEEP_FRAMES keeps
+	 * both ends around "<elided N frames>"). HELD[0..NHELD) are the
+	 * threads of T the caller holds stopped for the whole call, as
+	 * sampled (registers, capture()): then the list is one moment with
+	 * their stacks, and a coroutine running on one of them is walked from
+	 * its registers. Bounded: when a bound stops the list, *CUT says
+	 * which (static text, e.g. "more than 4096 coroutines"), else NULL.
+	 * Returns count or -LS_E_*. */
+	int (*coroutines)(struct vm *vm, struct target *t, const struct thread_snap *held,
+			  int nheld, vm_coroutine_fn *fn, void *arg, const char **cut);
 	/* Optional: discovery, never inside a stop window or a walk: finding
 	 * states (a heap scan, up to hundreds of ms on a large heap), learning
 	 * C function names again, refreshing coroutines. WHAT is the VM_DISC_*

@@ -33,7 +33,6 @@
 #include "vm_luajit.h"
 
 #define SNAP_MAGIC 0x4c4a5331u
-#define MAX_LFRAMES 1024      /* Lua frames per coroutine in --all-coroutines dumps */
 #define FB_FRAMES 256         /* first size of a walk's scratch frames (grown) */
 #define MAX_SEGS 64
 #define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
@@ -1348,10 +1347,18 @@ static int walk_seg_grow(struct ctx *c, struct segwalk *sw, struct fbuf *fb, int
 	}
 }
 
-/* The Lua frames of cur_L without native anchors (--lua-only): the top
- * frame from BASE/PC in rdx/rbx when the thread stopped in VM code, else
- * from L->base; then every frame down to the bottom of the stack (a
- * caller of a C frame has no known pc: line 0). Fills FB, count in *NF. */
+/* The Lua frames of cur_L without native anchors (--lua-only, and the
+ * running coroutine of dump --all-coroutines): then every frame of cur_L
+ * down to the bottom of its stack (a caller of a C frame has no known
+ * pc: line 0). The top frame is the first candidate that walks cleanly:
+ * on a JIT trace (vmstate > 0) L->base is as of the last call out of the
+ * VM (a C function such as string.gsub that called back into Lua), so
+ * the trace's BASE comes first: rdx while the pc is in the trace's
+ * mcode, with the pc of its snapshot, else the BASE it was entered with
+ * (g->jit_base), and a continuation frame two slots up from either
+ * (docs/luajit.md §10.5); stopped in VM code, BASE/PC in rdx/rbx; the GC
+ * called from a trace, jit_base; then L->base. Fills FB, count in *NF;
+ * FB->f[0].trace is the trace. */
 static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_snap *s, int have,
 			 struct fbuf *fb, int *nf)
 {
@@ -1365,25 +1372,46 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	uint64_t stack = 0, base = 0;
 	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
 	memcpy(&base, hdr + c->ol->L_base, 8);
+	stack = lj_gcptr(c->vm->ol, stack);
 	uint64_t mask = c->fr2 ? ~0ull : 0xffffffffull;
-	struct { uint64_t base, pc; int mode; } cand[3];
-	int ncand = 0;
-	if (in_vm(c->vm, ts->regs.rip)) {
-		cand[ncand].base = ts->regs.rdx & mask;
-		cand[ncand].pc = ts->regs.rbx & mask;
-		cand[ncand++].mode = 2;
+	uint64_t rdx = ts->regs.rdx & mask, rip = ts->regs.rip;
+	struct { uint64_t base, pc; int mode; } cand[10];
+	int ncand = 0, tn = 0;
+#define CAND(b_, p_, m_) do { if (ncand < 10) { cand[ncand].base = (b_); cand[ncand].pc = (p_); \
+				cand[ncand++].mode = (m_); } } while (0)
+	if (s->vmstate > 0) {
+		uint64_t T = 0, tpc = 0;
+		int on_mcode = !in_vm(c->vm, rip) && trace_find(c, s->g, s->vmstate, rip, &T, &tn) == 0;
+		if (on_mcode)
+			tpc = trace_pc(c, T, rip);
+		else
+			tn = s->vmstate;
+		if (on_mcode && tpc)
+			CAND(rdx, tpc, 1);
+		if (on_mcode)
+			CAND(rdx, 0, 3);
+		if (s->jit_base && tpc)
+			CAND(s->jit_base, tpc, 1);
+		if (s->jit_base)
+			CAND(s->jit_base, 0, 3);
+		if (on_mcode)
+			CAND(rdx + 16, 0, 3);
+		if (s->jit_base)
+			CAND(s->jit_base + 16, 0, 3);
 	}
-	cand[ncand].base = base;
-	cand[ncand].pc = 0;
-	cand[ncand++].mode = 0;
-	cand[ncand].base = base;
-	cand[ncand].pc = 0;
-	cand[ncand++].mode = 3;
+	if (in_vm(c->vm, rip))
+		CAND(rdx, ts->regs.rbx & mask, 2);
+	/* the GC entered from a trace: the trace's BASE (docs/luajit.md §7) */
+	if (s->vmstate <= 0 && s->jit_base)
+		CAND(s->jit_base, 0, 3);
+	CAND(base, 0, 0);
+	CAND(base, 0, 3);
+#undef CAND
 	for (int k = 0; k < ncand; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
 		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
-		int n = 0;
+		int n = 0, steps = c->steps;
 		for (int round = 0; round < MAX_SEGS && !sw.bottom; round++) {
 			int m = walk_seg_grow(c, &sw, fb, n, 0);
 			if (m < 0) {
@@ -1397,9 +1425,13 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 			n += m;
 		}
 		if (n > 0) {
+			if (tn > 0 && (cand[k].mode == 1 || cand[k].base == s->jit_base ||
+				       cand[k].base == rdx))
+				fb->f[0].trace = tn;
 			*nf = n;
 			return 0;
 		}
+		c->steps = steps;
 	}
 	return FAIL(-LS_E_GARBAGE, "no consistent top frame (Lua only)");
 }
@@ -1881,69 +1913,131 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
 	return thread_frames(&c, L, lj_gcptr(vm->ol, stack), base, out, max);
 }
 
-static int lj_coroutines(struct vm *vm, struct target *t,
-			 void (*fn)(void *arg, uint64_t addr, const char *status,
-				    const struct stack *st),
-			 void *arg)
+/* All Lua frames of thread L from BASE down into FB (grown up to
+ * LUA_WALK_MAX_FRAMES), as thread_frames(). Count in *NF; 0 or -LS_E_*
+ * (*NF then holds the frames walked before the error). */
+static int coro_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t base,
+		       struct fbuf *fb, int *nf)
 {
+	*nf = 0;
+	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
+		return FAIL(-LS_E_GARBAGE, "L->base out of its stack");
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0 };
+	/* every segment moves down the stack (walk_seg refuses a link that
+	 * does not): the walk ends at the bottom, bounded by STEP */
+	while (!sw.bottom) {
+		uint64_t before = sw.f;
+		int k = walk_seg_grow(c, &sw, fb, *nf, 0);
+		if (k < 0)
+			return k;
+		*nf += k;
+		if (sw.f == before)
+			break;
+		sw.pc = 0;
+	}
+	return 0;
+}
+
+/* The held thread that runs coroutine L of state G now, or NULL. */
+static const struct thread_snap *held_runner(const struct thread_snap *held, int nheld,
+					     uint64_t g, uint64_t L)
+{
+	for (int i = 0; i < nheld; i++) {
+		const struct lj_snap *s = (const struct lj_snap *)held[i].vm_data;
+		if (s->magic == SNAP_MAGIC && s->have && s->g == g && s->cur_L == L)
+			return &held[i];
+	}
+	return NULL;
+}
+
+/* vm_ops.coroutines (vm.h): every thread on the GC root list of each
+ * state. The running one (g->cur_L) is walked as --lua-only walks it,
+ * from the registers of the held thread that runs it (L->base is stale
+ * there); the others from L->base. A stack deeper than
+ * MERGE_KEEP_FRAMES keeps both ends around "<elided N frames>"
+ * (merge_stacks()). */
+#define LJ_CORO_VISIT (1 << 20)        /* GC objects visited per state by lj_coroutines() */
+
+static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_snap *held,
+			 int nheld, vm_coroutine_fn *fn, void *arg, const char **cut)
+{
+	*cut = NULL;
 	struct ctx c = ctx_make(vm, t, &t->mem.base);
 	int count = 0;
 	struct stack st = { 0 };
-	struct frame *fb = calloc(MAX_LFRAMES, sizeof *fb);
-	if (!fb)
+	struct fbuf fb = { 0 };
+	struct lua_walk lw = { 0 };
+	struct native_stack *none = calloc(1, sizeof *none);
+	if (!none)
 		return -LS_E_NOMEM;
 	for (int gi = 0; gi < vm->found.ng; gi++) {
 		uint64_t g = vm->found.g[gi], o, curL;
 		if (rd_ref(&c, g + c.l->g_gc_root, &o) < 0 || rd_ref(&c, g + c.l->g_cur_L, &curL) < 0)
 			continue;
-		for (int guard = 0; o && guard < (1 << 20) && count < 4096; guard++) {
+		int guard;
+		for (guard = 0; o && guard < LJ_CORO_VISIT; guard++) {
 			uint8_t h[16];
 			if (mem_read(c.m, o, h, 16) < 0)
 				break;
 			uint64_t next = 0;
 			memcpy(&next, h, c.ol->gcref);
 			next = lj_gcptr(vm->ol, next);
-			if (h[c.ol->gct] == LJ_GCT_THREAD) {
-				uint8_t lh[128];
-				if (lj_read_thread(c.ol, c.m, o, lh) == 0) {
-					uint64_t stack = 0, base = 0, top = 0, cfr = 0;
-					memcpy(&stack, lh + c.ol->L_stack, c.ol->gcref);
-					memcpy(&base, lh + c.ol->L_base, 8);
-					memcpy(&top, lh + c.ol->L_top, 8);
-					memcpy(&cfr, lh + c.ol->L_cframe, 8);
-					uint8_t status = lh[c.ol->L_status];
-					const char *sts;
-					if (o == curL)
-						sts = "running";
-					else if (status == 1)
-						sts = "suspended";
-					else if (status != 0)
-						sts = "dead";
-					else if (base > stack + 8 * (1 + c.fr2))
-						sts = "normal";
-					else if (top == base)
-						sts = "dead";
-					else
-						sts = "suspended";
-					stack_clear(&st);
-					int n = thread_frames(&c, o, stack, base, fb, MAX_LFRAMES);
-					if (n < 0)
-						n = 0;
-					for (int k = 0; k < n; k++)
-						stack_push(&st, &fb[k]);
-					if (n > 0 || o == g - c.l->sizeof_L) {
-						fn(arg, o, intern(sts), &st);
-						count++;
-					}
+			uint8_t lh[128];
+			if (h[c.ol->gct] == LJ_GCT_THREAD && lj_read_thread(c.ol, c.m, o, lh) == 0) {
+				uint64_t stack = 0, base = 0, top = 0;
+				memcpy(&stack, lh + c.ol->L_stack, c.ol->gcref);
+				stack = lj_gcptr(vm->ol, stack);
+				memcpy(&base, lh + c.ol->L_base, 8);
+				memcpy(&top, lh + c.ol->L_top, 8);
+				uint8_t status = lh[c.ol->L_status];
+				const char *sts;
+				if (o == curL)
+					sts = "running";
+				else if (status == 1)
+					sts = "suspended";
+				else if (status != 0)
+					sts = "dead";
+				else if (base > stack + 8 * (1 + c.fr2))
+					sts = "normal";
+				else if (top == base)
+					sts = "dead";
+				else
+					sts = "suspended";
+				const struct thread_snap *run = o == curL ? held_runner(held, nheld, g, o) : NULL;
+				int n = 0, rc;
+				c.steps = 0;
+				c.why = NULL;
+				if (run)
+					rc = lua_only_walk(&c, (struct thread_snap *)run,
+							   (const struct lj_snap *)run->vm_data, 1, &fb, &n);
+				else
+					rc = coro_frames(&c, o, stack, base, &fb, &n);
+				if (rc < 0)
+					msg_debug(2, "luajit: coroutine 0x%llx: walk stopped after %d frames: %s (%s)",
+						  (unsigned long long)o, n, err_text(rc), c.why ? c.why : "?");
+				stack_clear(&st);
+				lua_walk_reset(&lw);
+				int rc2 = n > 0 ? lua_walk_segment(&lw, 0, 1) : 0;
+				for (int k = 0; k < n && rc2 == 0; k++)
+					rc2 = lua_walk_push(&lw, &fb.f[k]);
+				if (rc2 < 0 || merge_stacks(t ? t->sym : NULL, none, &lw, &st) < 0)
+					rc = -LS_E_NOMEM;
+				if (n > 0 || rc < 0 || o == g - c.l->sizeof_L) {
+					fn(arg, o, intern(sts), &st, rc < 0 ? rc : 0);
+					count++;
 				}
 			}
 			if (next == o)
 				break;
 			o = next;
 		}
+		if (guard == LJ_CORO_VISIT && o)
+			*cut = "more than 1048576 GC objects in a state";
 	}
 	stack_free(&st);
-	free(fb);
+	lua_walk_free(&lw);
+	free(fb.f);
+	free(none);
 	return count;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
+#include "intern.h"
 #include "merge.h"
 #include "vm_puc_int.h"
 
@@ -35,14 +36,38 @@ static int puc_discover(struct vm *vm, struct target *t, unsigned what)
 
 /* ---- coroutines (dump --all-coroutines) ---------------------------------- */
 
-static int puc_coroutines(struct vm *vm, struct target *t,
-			  void (*fn)(void *arg, uint64_t addr, const char *status,
-				     const struct stack *st),
-			  void *arg)
+
+/* The Lua stack of coroutine L (LB its lua_State copy; READ: its chain
+ * is to be read) into ST through TS: the whole CallInfo chain is copied
+ * (up to MAX_CI_STEPS) and merge_stacks() keeps both ends of a stack too
+ * deep to keep whole, with <elided N frames> between. 0 or -LS_E_*. */
+static int coro_stack(struct vm *vm, struct target *t, struct thread_snap *ts, uint64_t L,
+		      const uint8_t *lb, int read, struct lua_walk *lw, struct stack *st)
 {
+	struct mem *m = &t->mem.base;
+	struct walk_info info;
+	vm->nraw = 0;
+	vm->raw_err = 0;
+	vm->raw_tid = -1;
+	if (read)
+		vm->raw_err = puc_read_chain(vm, m, L, lb);
+	stack_clear(st);
+	lua_walk_reset(lw);
+	int rc = puc_walk_raw(vm, t, ts, lw, &info);
+	if (rc == 0 && merge_stacks(t->sym, &ts->native, lw, st) < 0)
+		rc = -LS_E_NOMEM;
+	return rc;
+}
+
+static int puc_coroutines(struct vm *vm, struct target *t, const struct thread_snap *held,
+			  int nheld, vm_coroutine_fn *fn, void *arg, const char **cut)
+{
+	(void)held; /* the CallInfo chains are exact: no registers needed */
+	(void)nheld;
 	const struct puc_layout *lay = vm->lay;
 	struct mem *m = &t->mem.base;
 	puc_refresh_coros(vm, m);
+	*cut = vm->coros_cut;
 	struct thread_snap *ts = calloc(1, sizeof *ts);
 	if (!ts)
 		return -LS_E_NOMEM;
@@ -59,6 +84,9 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		all[nall++] = vm->states[i];
 	for (int i = 0; i < vm->ncoros; i++)
 		all[nall++] = vm->coros[i];
+	ts->tid = -1;
+	ts->mem = m;
+	ts->native.n = 0;
 	for (int i = 0; i < nall; i++) {
 		uint8_t lb[256];
 		uint64_t L = all[i];
@@ -74,21 +102,8 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 		const char *what = status == 1 ? "suspended" : status > 1 ? "dead"
 				 : !active ? (i < vm->nstates ? "normal" : top == base ? "dead" : "suspended")
 				 : puc_resume_child(vm, m, L) ? "normal" : "running";
-		vm->nraw = 0;
-		vm->raw_err = 0;
-		vm->raw_tid = -1;
-		if (active || status == 1)
-			vm->raw_err = puc_read_chain(vm, m, L, lb);
-		ts->tid = -1;
-		ts->mem = m;
-		ts->native.n = 0;
-		struct walk_info info;
-		stack_clear(&st);
-		lua_walk_reset(&lw);
-		if (puc_walk_raw(vm, t, ts, &lw, &info) < 0 ||
-		    merge_stacks(t->sym, &ts->native, &lw, &st) < 0)
-			stack_clear(&st);
-		fn(arg, L, what, &st);
+		int rc = coro_stack(vm, t, ts, L, lb, active || status == 1, &lw, &st);
+		fn(arg, L, what, &st, rc < 0 ? rc : 0);
 		count++;
 	}
 	vm->nraw = 0;
@@ -99,7 +114,6 @@ static int puc_coroutines(struct vm *vm, struct target *t,
 	free(ts);
 	return count;
 }
-
 
 static const char *puc_describe(struct vm *vm)
 {

@@ -39,6 +39,8 @@
 #define PROTO_CACHE    1024    /* Proto cache slots (direct mapped) */
 #define MAX_SIZECODE   (1 << 22)
 #define STR_MAX        1024
+#define PUC_STR_(x) #x
+#define PUC_XSTR(x) PUC_STR_(x)     /* a limit's number as a string literal */
 #define GC_BLOCK       (64u << 10) /* read-ahead for the allgc walk */
 
 /* one CallInfo as copied by capture() */
@@ -95,6 +97,7 @@ struct vm {
 	uint64_t *coros;               /* other threads (allgc walk; grown, MAX_COROS) */
 	int ncoros;
 	size_t capcoros;
+	const char *coros_cut;         /* the last allgc walk stopped at a bound: which */
 	struct cname *cn;
 	int ncn;
 	uint64_t co_resume;            /* coroutine.resume */

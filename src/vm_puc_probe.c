@@ -582,6 +582,7 @@ static int enum_threads(struct vm *vm, struct mem *live)
 	struct mem_cache mc;
 	mem_cache_init(&mc, live, GC_BLOCK, 1);
 	struct mem *m = &mc.base;
+	vm->coros_cut = NULL;
 	for (int s = 0; s < vm->nstates; s++) {
 		uint64_t g = vm->states[s] + (uint64_t)lay->L_size, o;
 		if (rd64(m, g + (uint64_t)lay->g_allgc, &o) < 0)
@@ -615,13 +616,17 @@ static int enum_threads(struct vm *vm, struct mem *live)
 			cut++;
 	}
 	mem_cache_free(&mc);
+	vm->coros_cut = NULL;
 	if (dropped) {
 		msg_debug(1, "puc: %d coroutine(s) past the first %d not listed", dropped, n);
 		limit_hit(LIMIT_PUC_COROS, 1);
+		vm->coros_cut = n < MAX_COROS ? "out of memory for the coroutine list"
+					      : "more coroutines than the " PUC_XSTR(MAX_COROS) " kept";
 	}
 	if (cut) {
 		msg_debug(1, "puc: allgc walk of %d state(s) stopped after %d objects", cut, MAX_GC_VISIT);
 		limit_hit(LIMIT_PUC_GC_VISIT, 1);
+		vm->coros_cut = "more than " PUC_XSTR(MAX_GC_VISIT) " GC objects in a state";
 	}
 	return n;
 }
