@@ -268,9 +268,12 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 	int n = tg->threads.n;
 	for (int i = 0; i < n; i++) {
 		char state = th[i].state;
-		if (state == 'T' || state == 't' || state == 'Z' || state == 'X')
+		/* a stop of ours that timed out: taken when it has come
+		 * (ptrace_stop), whatever the state says */
+		int pend = !s->so.nonblocking && ptrace_is_pending(th[i].tid);
+		if (state == 'Z' || state == 'X' || (!pend && (state == 'T' || state == 't')))
 			continue; /* stopped by someone else, or exiting */
-		if (!s->so.idle && state != 'R')
+		if (!s->so.idle && state != 'R' && !pend)
 			continue;
 		struct walk_info info;
 		struct sample_stats ss;
@@ -281,6 +284,14 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 		s->st.threads++;
 		if (rc == -LS_E_GONE)
 			continue;
+		if (rc == -LS_E_BUSY && !pend && ptrace_is_pending(th[i].tid)) {
+			/* no stop within the interval (a loaded machine: the
+			 * thread waits for a CPU to reach it): the stop is this
+			 * thread's sample at its next tick, a late sample (the
+			 * rate shortfall), not an error */
+			s->st.late_stops++;
+			continue;
+		}
 		if (rc < 0) {
 			count_error(s, rc);
 			continue;
@@ -481,6 +492,8 @@ void session_print_stats(const struct session *s, FILE *f)
 	fprintf(f, "late ticks: %llu of %llu (started more than one interval late; longest lag %.1f ms)\n",
 		(unsigned long long)s->st.late, (unsigned long long)s->st.ticks,
 		(double)s->st.max_lag_ns / 1e6);
+	fprintf(f, "late stops: %llu (a thread stopped after its interval: sampled at its next tick)\n",
+		(unsigned long long)s->st.late_stops);
 	fprintf(f, "stalls: %llu (sampling paused for %llu ms or more; longest %.1f ms)\n",
 		(unsigned long long)s->st.stalls, STALL_NS / 1000000ull,
 		(double)s->st.stall_max_ns / 1e6);
