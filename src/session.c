@@ -284,11 +284,12 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg)
 		s->st.threads++;
 		if (rc == -LS_E_GONE)
 			continue;
-		if (rc == -LS_E_BUSY && !pend && ptrace_is_pending(th[i].tid)) {
+		if (rc == -LS_E_BUSY && ptrace_is_pending(th[i].tid)) {
 			/* no stop within the interval (a loaded machine: the
-			 * thread waits for a CPU to reach it): the stop is this
-			 * thread's sample at its next tick, a late sample (the
-			 * rate shortfall), not an error */
+			 * thread waits for a CPU to reach it) or, PEND, not yet:
+			 * the thread runs no code of its own until it stops, and
+			 * that stop is its sample at a later tick: a late
+			 * sample (the rate shortfall), not an error */
 			s->st.late_stops++;
 			continue;
 		}
@@ -492,7 +493,7 @@ void session_print_stats(const struct session *s, FILE *f)
 	fprintf(f, "late ticks: %llu of %llu (started more than one interval late; longest lag %.1f ms)\n",
 		(unsigned long long)s->st.late, (unsigned long long)s->st.ticks,
 		(double)s->st.max_lag_ns / 1e6);
-	fprintf(f, "late stops: %llu (a thread stopped after its interval: sampled at its next tick)\n",
+	fprintf(f, "late stops: %llu (ticks at which a thread had not reached its stop yet: sampled once it does)\n",
 		(unsigned long long)s->st.late_stops);
 	fprintf(f, "stalls: %llu (sampling paused for %llu ms or more; longest %.1f ms)\n",
 		(unsigned long long)s->st.stalls, STALL_NS / 1000000ull,
