@@ -11,6 +11,7 @@
 : "${srcdir:=.}"
 : "${STRESS_SECONDS:=600}"
 : "${STRESS_PERIOD:=60}" # seconds between the RSS lines
+: "${STRESS_VV:=}" # -vv: say, for each child not sampled, what luaspy logged of it
 [ "$(id -u)" = 0 ] || { echo "stress-fork: SKIP: needs root"; exit 77; }
 command -v luajit >/dev/null 2>&1 || { echo "stress-fork: SKIP: no luajit"; exit 77; }
 T=$(mktemp -d "${TMPDIR:-/tmp}/luaspy-stress.XXXXXX") || exit 99
@@ -26,7 +27,7 @@ trap 'exit 1' INT TERM HUP
 N=$((STRESS_SECONDS * 100 / 35))
 sh "$srcdir/tests/targets/forker.sh" "$T/log" 0.35 "$N" "$T/hold" >/dev/null 2>&1 &
 P=$!
-"$LUASPY" record -s -p "$P" --stats -o "$T/f.txt" 2>"$T/err" &
+"$LUASPY" record -s -p "$P" $STRESS_VV --stats -o "$T/f.txt" 2>"$T/err" &
 L=$!
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$L/status" 2>/dev/null; }
 nfd() { ls "/proc/$L/fd" 2>/dev/null | wc -l; }
@@ -55,11 +56,19 @@ i=0
 while kill -0 "$L" 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 wait "$L" || { echo "stress-fork: FAIL: record failed"; cat "$T/err"; exit 1; }
 L=
-cat "$T/err"
-n=0 s=0
+grep -v '\[v\]' "$T/err"
+n=0 s=0 miss=0
 for c in $(cat "$T/log"); do
 	n=$((n + 1))
-	grep -q "^process $c \"luajit .*;child_work (" "$T/f.txt" && s=$((s + 1))
+	if grep -q "^process $c \"luajit .*;child_work (" "$T/f.txt"; then
+		s=$((s + 1))
+		continue
+	fi
+	miss=$((miss + 1))
+	[ -n "$STRESS_VV" ] && [ $miss -le 20 ] || continue
+	# what was seen of a child not sampled: its samples, its probes
+	echo "not sampled: child $c: $(grep -c "^process $c " "$T/f.txt") stacks;" \
+		"$(grep -E "pid $c[:, ]" "$T/err" | sed -E 's/^.*\[v\] //; s/[0-9.]+ ms/N ms/' | sort | uniq -c | sort -rn | head -4 | tr '\n' '|')"
 done
 echo "stress-fork: children sampled: $s of $n"
 [ $((s * 100)) -ge $((n * 95)) ] || { echo "stress-fork: FAIL: fewer than 95% sampled"; bad=1; }

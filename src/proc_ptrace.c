@@ -65,6 +65,28 @@ static int classify(pid_t tid, int status, struct ptrace_stop *st)
 static sigset_t chld_set;
 static int chld_blocked;
 
+/* TID is still seized from a stop that timed out. When that stop has
+ * come since, the thread is stopped now: the stop is this sample's (under
+ * load a stop often comes just after the timeout, and each one lost cost
+ * every sample of the thread until ptrace_reap_pending()). 0 (ST filled),
+ * -LS_E_BUSY while it has not stopped yet, -LS_E_GONE. */
+static int take_pending(pid_t tid, struct ptrace_stop *st)
+{
+	int status;
+	pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+	if (r == 0)
+		return -LS_E_BUSY;
+	int c = r == tid ? classify(tid, status, st) : -LS_E_GONE;
+	if (c == 0)
+		return -LS_E_BUSY;
+	int j = 0;
+	for (int i = 0; i < npending; i++)
+		if (pending[i] != tid)
+			pending[j++] = pending[i];
+	npending = j;
+	return c > 0 ? 0 : c;
+}
+
 int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 {
 	if (!chld_blocked) {
@@ -76,7 +98,7 @@ int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st)
 	memset(st, 0, sizeof *st);
 	st->tid = tid;
 	if (ptrace_is_pending(tid))
-		return -LS_E_BUSY; /* still seized from a stop that timed out */
+		return take_pending(tid, st);
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) < 0) {
 		if (errno == EPERM) /* another tracer holds it, or not ours to trace */
 			return proc_tracer(tid) ? -LS_E_TRACED : -LS_E_PERM;

@@ -28,7 +28,8 @@ extern uint64_t ptrace_spin_ns;
  * thread is stopped and ptrace_release() must follow. Errors:
  * -LS_E_GONE (exited), -LS_E_PERM, -LS_E_TRACED (another tracer holds
  * it: strace, gdb, another profiler's stop), -LS_E_BUSY (no stop in time: the
- * thread is left seized and released by ptrace_reap_pending()). */
+ * thread is left seized and released by ptrace_reap_pending(), or taken
+ * as the stop of the next ptrace_stop() of TID once it has come). */
 int ptrace_stop(pid_t tid, uint64_t timeout_ns, struct ptrace_stop *st);
 
 /* General registers of a stopped thread. 0 or -LS_E_*. */

@@ -22,6 +22,7 @@ struct session_stats {
 	uint64_t max_lag_ns;     /* the largest lag of a late tick */
 	uint64_t stalls;         /* ticks that started STALL_NS (100 ms) or more late */
 	uint64_t stall_max_ns;   /* the longest stall */
+	uint64_t late_stops;     /* ticks whose stop of a thread had not come: sampled later */
 	uint64_t elapsed_ns;     /* since the first tick */
 	int threads;             /* threads sampled in the last tick */
 	int targets;             /* processes with a Lua VM being sampled */

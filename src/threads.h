@@ -11,14 +11,16 @@ struct thread_list {
 	struct proc_thread *th;  /* the threads, as last listed */
 	int *stat_fd;            /* per thread: /proc/PID/task/TID/stat, -1; NULL */
 	int n;
+	int task_fd;             /* /proc/PID/task, for its link count; 0 none */
 	uint64_t relist_ns;      /* when to list /proc/PID/task again */
 };
 
-/* Fresh states of PID's threads into L->th[].state and .cpu: one pread
- * per listed thread, or a new listing every 100 ms, when no listed
- * thread is left, or at every call past 256 threads (then new threads
- * show up that much later). L starts zeroed. Returns 0 or -LS_E_*
- * (the process is gone or can't be read). */
+/* Fresh states of PID's threads into L->th[].state and .cpu: one fstat
+ * and one pread per listed thread, or a new listing every 100 ms, when a
+ * thread started or ended since the last call (a new thread is listed at
+ * the first call after it starts), or at every call past 256 threads.
+ * L starts zeroed. Returns 0 or -LS_E_* (the process is gone or can't be
+ * read). */
 int threads_update(struct thread_list *l, pid_t pid);
 
 /* Close L's stat files and free the list; L is empty (and reusable). */

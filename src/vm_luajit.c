@@ -1488,6 +1488,40 @@ static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
 	return n2;
 }
 
+/* The native walk met JIT code (native frame W->nocfi, no CFI) and there
+ * is no cframe of cur_L to unwind again from. The frames the unwinder
+ * found past machine code came from no CFI (its frame-pointer guess on a
+ * trace's registers: return addresses left on the stack by earlier
+ * calls) and the VM frames among them anchor Lua frames in a wrong
+ * order: `spin;[unknown];lua_pcall;[jit]` with spin outside lua_pcall,
+ * ~0.5 % of the samples of trace-heavy code, counted as good. So they
+ * are cut (the native stack ends truncated at the JIT frame), and on a
+ * trace of this VM the sample is an error: its Lua part is lost. 0 when
+ * the code is not this VM's JIT code (no stack cut), else -LS_E_GARBAGE. */
+static int no_restart(struct wctx *w)
+{
+	struct ctx *c = &w->c;
+	struct native_stack *ns = w->ns;
+	int nocfi = w->nocfi;
+	uint64_t pc = ns->f[nocfi].pc;
+	const struct proc_map *m = c->t->sym ? proc_maps_find(symtab_maps(c->t->sym), pc) : NULL;
+	/* JIT code: an anonymous executable mapping, or one made after the
+	 * maps were read; [vdso] and [vsyscall] are not */
+	if (m && (!(m->perms & MAP_X) || proc_map_is_file(m) || m->path[0] == '['))
+		return 0;
+	int on_trace = w->have && w->s->vmstate > 0;
+	uint64_t T;
+	int tn;
+	if (!on_trace && !(w->have && trace_find(c, w->s->g, w->s->vmstate, pc, &T, &tn) == 0))
+		return 0;
+	msg_debug(2, "luajit: native frame %d (pc 0x%llx) on a trace, no cframe of cur_L: %d native frames past it cut",
+		  nocfi, (unsigned long long)pc, ns->n - nocfi - 1);
+	ns->n = nocfi + 1;
+	ns->truncated = 1;
+	w->first_vm = -1;
+	return FAIL(-LS_E_GARBAGE, "on a trace without a cframe of cur_L to unwind from");
+}
+
 /* Find the first VM frame, and a thread on a JIT trace: the native walk
  * stops (or goes astray) at the mcode, which has no CFI; restart from
  * cur_L's cframe and find the trace that holds the pc
@@ -1507,12 +1541,13 @@ static int restart_after_trace(struct wctx *w)
 			w->nocfi = i;
 	}
 	uint64_t cf = 0, L2, g2;
-	if (w->nocfi < 0 || !w->have || !s->cur_L ||
-	    mem_read_u64(c->m, s->cur_L + c->ol->L_cframe, &cf) < 0)
+	if (w->nocfi < 0)
 		return 0;
+	if (!w->have || !s->cur_L || mem_read_u64(c->m, s->cur_L + c->ol->L_cframe, &cf) < 0)
+		return no_restart(w);
 	cf &= ~3ull;
 	if (cframe_L(c, cf, &L2, &g2) < 0 || L2 != s->cur_L)
-		return 0;
+		return no_restart(w);
 	int nocfi = w->nocfi;
 	uint64_t sp = ns->f[nocfi].sp;
 	w->trace_addr = ns->f[nocfi].pc;
