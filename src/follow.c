@@ -18,7 +18,6 @@
 #define CHILD_SCAN_NS (10 * 1000000ull)
 #define CHILD_SCAN_MAX_NS (200 * 1000000ull)
 #define FIRST_REPROBE_NS (20 * 1000000ull)
-#define MAX_KIDS 1024
 
 /* CPU time of this thread, ns. */
 static uint64_t cpu_now_ns(void)
@@ -235,12 +234,15 @@ static int was_gone(const struct follow *f, pid_t pid)
 
 static void add_children(struct follow *f, uint64_t now)
 {
-	static pid_t kids[MAX_KIDS];
 	int nlive = f->n;
 	for (int i = 0; i < nlive; i++) {
 		if (f->tg[i].dead)
 			continue;
-		int n = proc_children(f->tg[i].pid, kids, MAX_KIDS);
+		int n = proc_children(f->tg[i].pid, &f->kids, &f->capkids);
+		if (n < 0 && !f->kids_oom++)
+			msg_error("out of memory listing the children of pid %d: some are not followed",
+				  (int)f->tg[i].pid);
+		pid_t *kids = f->kids;
 		for (int k = 0; k < n; k++) {
 			if (kids[k] == f->self || find(f, kids[k]) || was_gone(f, kids[k]))
 				continue;
@@ -308,4 +310,7 @@ void follow_close(struct follow *f)
 	free(f->tg);
 	f->tg = NULL;
 	f->n = f->cap = 0;
+	free(f->kids);
+	f->kids = NULL;
+	f->capkids = 0;
 }

@@ -41,6 +41,9 @@ struct follow {
 	struct { pid_t pid; unsigned long long start; } gone[FOLLOW_GONE]; /* freed entries, a ring */
 	int ngone;
 	unsigned long long added, freed; /* processes added and freed so far */
+	pid_t *kids;               /* children listed by the last scan (grown) */
+	size_t capkids;
+	int kids_oom;              /* times listing children ran out of memory */
 };
 
 /* Set F up (zeroed by the caller): note luaspy's pid and ancestors. */

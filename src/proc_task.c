@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "err.h"
+#include "htab.h"
 #include "proc_task.h"
 
 #define PF_KTHREAD 0x00200000
@@ -280,32 +282,69 @@ long long proc_cpu_ticks(pid_t pid)
 	return (long long)(ut + st);
 }
 
-int proc_children(pid_t pid, pid_t *out, int max)
+/* The whole of file PATH into *BUF (grown with array_grow, *CAP bytes,
+ * NUL-terminated). Its length, or -errno. */
+static ssize_t read_file_all(const char *path, char **buf, size_t *cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t len = 0;
+	for (;;) {
+		if (array_grow(buf, cap, len + 4097, 1) < 0) {
+			close(fd);
+			return -ENOMEM;
+		}
+		ssize_t n = read(fd, *buf + len, *cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	(*buf)[len] = 0;
+	return (ssize_t)len;
+}
+
+int proc_children(pid_t pid, pid_t **out, size_t *cap)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
 	DIR *d = opendir(path);
 	if (!d)
 		return 0;
-	int cnt = 0;
+	char *buf = NULL;
+	size_t bcap = 0, cnt = 0;
 	struct dirent *de;
-	while ((de = readdir(d)) && cnt < max) {
+	while ((de = readdir(d)) && cnt < INT_MAX) {
 		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		char cp[320], buf[4096];
+		char cp[320];
 		snprintf(cp, sizeof cp, "/proc/%d/task/%s/children", (int)pid, de->d_name);
-		if (read_file(cp, buf, sizeof buf) <= 0)
+		if (read_file_all(cp, &buf, &bcap) <= 0)
 			continue;
 		char *p = buf;
-		while (*p && cnt < max) {
+		while (*p && cnt < INT_MAX) {
 			char *e;
 			long v = strtol(p, &e, 10);
 			if (e == p)
 				break;
-			out[cnt++] = (pid_t)v;
+			if (array_grow(out, cap, cnt + 1, sizeof **out) < 0) {
+				closedir(d);
+				free(buf);
+				return -1;
+			}
+			(*out)[cnt++] = (pid_t)v;
 			p = e;
 		}
 	}
 	closedir(d);
-	return cnt;
+	free(buf);
+	return (int)cnt;
 }

@@ -47,8 +47,11 @@ int proc_cmdline(pid_t pid, char *buf, size_t len);
 /* Cumulative CPU time (utime+stime) of PID in clock ticks, or -1. */
 long long proc_cpu_ticks(pid_t pid);
 
-/* Direct children of PID (from /proc/PID/task/TID/children), up to MAX. */
-int proc_children(pid_t pid, pid_t *out, int max);
+/* Direct children of PID (from /proc/PID/task/TID/children, every thread
+ * of it, each file read whole) into *OUT, grown with array_grow (*CAP
+ * elements; the caller frees *OUT). Returns how many (0 when PID is gone),
+ * or -1 when out of memory (*OUT keeps the ones read before). */
+int proc_children(pid_t pid, pid_t **out, size_t *cap);
 
 /* Is the process alive (kill(pid, 0) or EPERM)? */
 int proc_alive(pid_t pid);
