@@ -1480,11 +1480,12 @@ static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
 	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
 	if (n2 <= 0)
 		return 0;
-	int k = at;
-	for (int j = skip; j < n2 && k < UNWIND_MAX_FRAMES; j++)
+	int k = at, j;
+	for (j = skip; j < n2 && k < UNWIND_MAX_FRAMES; j++)
 		w->ns->f[k++] = w->tmp->f[j];
 	w->ns->n = k;
-	w->ns->truncated = w->tmp->truncated;
+	/* frames the buffer had no room for cut the stack too */
+	w->ns->truncated = w->tmp->truncated || j < n2;
 	return n2;
 }
 
