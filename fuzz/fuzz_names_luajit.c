@@ -13,7 +13,7 @@
  * (its pc field as read from the image) + 4 * bytes 2-3 (int16,
  * little-endian). Bytes 12 on: the regions of tests/img_luajit.h (short
  * or absent when the input is). Named at that pc, then at each of the
- * caller's first 64 return pcs (cached names included).
+ * caller's first 8 return pcs (cached names included).
  *
  * Built with -DFUZZ_NAMES_LUAJIT_SEEDS instead of libFuzzer, main()
  * writes seeds into the directory given: the image of lj_img_build()
@@ -32,7 +32,7 @@
 
 #define NREG LJ_IMG_NREG
 #define HDR 12
-#define NAME_PCS 64   /* return pcs named after the one given */
+#define NAME_PCS 8    /* return pcs named after the one given */
 static const uint64_t *const A = lj_img_addr;
 
 static struct vm vm;   /* caches emptied each run: a run is one image */

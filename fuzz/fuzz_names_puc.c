@@ -14,7 +14,7 @@
  * as the walker reads it (puc_proto_get: code, local and upvalue names
  * as TStrings with garbage lengths, tags and pointers) and named with
  * puc_callsite_name (constants read from the image, 5.1 child Protos'
- * nups) at the pc given and at every pc below 64.
+ * nups) at the pc given and at every pc below 8.
  *
  * Mode odd ("direct"): the rest is a Proto in the decoder's own terms
  * (struct puc_nameinfo), parsed as:
@@ -27,7 +27,7 @@
  * where a string is a length byte and that many bytes (any bytes; cut
  * where the input ends), handed to the decoder NUL-terminated as the
  * walker's interned copies are (vm_puc.h). Named at the pc given and at
- * every pc below 64.
+ * every pc below 8.
  *
  * Built with -DFUZZ_NAMES_PUC_SEEDS instead of libFuzzer, main() writes
  * seeds into the directory given: per layout row and kind of call site
@@ -46,7 +46,7 @@
 #define NREG IMG_PUC_NREG
 #define REGLEN IMG_PUC_REGLEN
 #define A img_puc_addr
-#define NAME_PCS 64   /* every pc below this is named too */
+#define NAME_PCS 8    /* every pc below this is named too */
 
 /* ---- direct mode: a Proto from the input ---------------------------------- */
 
