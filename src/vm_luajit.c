@@ -531,6 +531,12 @@ static const char *callee_name(struct ctx *c, uint64_t callerfn, uint64_t pc)
 	return name;
 }
 
+const char *lj_callee_name(struct vm *vm, struct mem *m, uint64_t callerfn, uint64_t pc)
+{
+	struct ctx c = ctx_make(vm, NULL, m);
+	return callee_name(&c, callerfn, pc);
+}
+
 /* ---- C function names ---- */
 
 /* Name of C function/builtin FN: by object, else (lua_CFunction only, e.g.

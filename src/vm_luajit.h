@@ -241,6 +241,14 @@ void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 /* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
+/* vm_luajit.c: the name of the function called from Lua function
+ * CALLERFN (a GCfuncL address) by the call instruction just before PC
+ * (a bytecode address, as a frame's return PC), from the caller's
+ * bytecode, constants, upvalue and local names (lj_debug_funcname,
+ * lj_debug.c; docs/luajit.md): interned, or NULL when none can be
+ * inferred. Reads through M; caches in VM->cache (pt, nc). The walker's
+ * own finder, exposed for fuzz/fuzz_names_luajit.c. */
+const char *lj_callee_name(struct vm *vm, struct mem *m, uint64_t callerfn, uint64_t pc);
 /* The threads below CUR_L on one C stack, innermost first: the threads
  * whose coroutine.resume/wrap, or a C function's lua_resume, runs CUR_L.
  * A coroutine's outermost cframe (PREV = NULL) has its resumer's VM

@@ -109,8 +109,11 @@ static const char *upname(const struct puc_nameinfo *ni, int idx)
 	return s ? s : "?";
 }
 
+/* BUDGET: getobjname calls left for one name (puc_funcname's
+ * NAME_BUDGET): 5.4 GETTABLE names both its key and its table, so on
+ * garbage code the calls double per level without it. */
 static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg,
-			      const char **name, int depth);
+			      const char **name, int *budget);
 
 /* Is S (a callback's name, or NULL) "_ENV"? Reads at most 5 bytes. */
 static int is_env(const char *s)
@@ -119,7 +122,7 @@ static int is_env(const char *s)
 }
 
 /* 5.2/5.3 kname; 5.1 kname (constants only) */
-static void kname5x(const struct puc_nameinfo *ni, int pc, int c, const char **name, int depth)
+static void kname5x(const struct puc_nameinfo *ni, int pc, int c, const char **name, int *budget)
 {
 	if (ISK(c)) {
 		const char *s = ni->kstr(ni->arg, INDEXK(c));
@@ -128,7 +131,7 @@ static void kname5x(const struct puc_nameinfo *ni, int pc, int c, const char **n
 			return;
 		}
 	} else if (ni->lay->isa != PUC_ISA_51) {
-		const char *what = getobjname(ni, pc, c, name, depth + 1);
+		const char *what = getobjname(ni, pc, c, name, budget);
 		if (what && *what == 'c')
 			return;
 	}
@@ -141,9 +144,9 @@ static void kname54(const struct puc_nameinfo *ni, int c, const char **name)
 	*name = s ? s : "?";
 }
 
-static void rname54(const struct puc_nameinfo *ni, int pc, int c, const char **name, int depth)
+static void rname54(const struct puc_nameinfo *ni, int pc, int c, const char **name, int *budget)
 {
-	const char *what = getobjname(ni, pc, c, name, depth + 1);
+	const char *what = getobjname(ni, pc, c, name, budget);
 	if (!(what && *what == 'c'))
 		*name = "?";
 }
@@ -231,11 +234,11 @@ static int symbexec51(const struct puc_nameinfo *ni, int lastpc, int reg)
 }
 
 static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg,
-			      const char **name, int depth)
+			      const char **name, int *budget)
 {
 	const struct puc_layout *lay = ni->lay;
 	const struct isa_ops *o = isa_of(lay);
-	if (depth > 32)
+	if (--*budget < 0)
 		return NULL;
 	*name = ni->localname(ni->arg, reg + 1, lastpc);
 	if (*name)
@@ -248,7 +251,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 	if (op == o->move) {
 		int b = B(lay, i);
 		if (b < A(lay, i))
-			return getobjname(ni, pc, b, name, depth + 1);
+			return getobjname(ni, pc, b, name, budget);
 		return NULL;
 	}
 	if (op == o->getglobal) {   /* 5.1 */
@@ -258,7 +261,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 	}
 	if (lay->isa == PUC_ISA_51) {
 		if (op == o->gettable) {
-			kname5x(ni, pc, C(lay, i), name, depth);
+			kname5x(ni, pc, C(lay, i), name, budget);
 			return "field";
 		}
 		if (op == o->getupval) {
@@ -266,7 +269,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 			return "upvalue";
 		}
 		if (op == o->self) {
-			kname5x(ni, pc, C(lay, i), name, depth);
+			kname5x(ni, pc, C(lay, i), name, budget);
 			return "method";
 		}
 		return NULL;
@@ -274,13 +277,13 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 	if (!I54 && (op == o->gettabup || op == o->gettable)) {
 		int t = B(lay, i);
 		const char *vn = op == o->gettable ? ni->localname(ni->arg, t + 1, pc) : upname(ni, t);
-		kname5x(ni, pc, C(lay, i), name, depth);
+		kname5x(ni, pc, C(lay, i), name, budget);
 		return is_env(vn) ? "global" : "field";
 	}
 	if (I54 && (op == o->gettabup || op == o->gettable || op == o->getfield)) {
 		int t = B(lay, i);
 		if (op == o->gettable)
-			rname54(ni, pc, C(lay, i), name, depth);
+			rname54(ni, pc, C(lay, i), name, budget);
 		else
 			kname54(ni, C(lay, i), name);
 		const char *tn;
@@ -288,7 +291,7 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 			tn = ni->upvalname(ni->arg, t);
 		} else {
 			const char *saved = *name;
-			if (!getobjname(ni, pc, t, &tn, depth + 1))
+			if (!getobjname(ni, pc, t, &tn, budget))
 				tn = NULL;
 			*name = saved;
 		}
@@ -322,9 +325,9 @@ static const char *getobjname(const struct puc_nameinfo *ni, int lastpc, int reg
 			if (K54(i))
 				kname54(ni, C(lay, i), name);
 			else
-				rname54(ni, pc, C(lay, i), name, depth);
+				rname54(ni, pc, C(lay, i), name, budget);
 		} else {
-			kname5x(ni, pc, C(lay, i), name, depth);
+			kname5x(ni, pc, C(lay, i), name, budget);
 		}
 		return "method";
 	}
@@ -344,8 +347,14 @@ enum { TM_INDEX, TM_NEWINDEX, TM_GC, TM_MODE, TM_LEN, TM_EQ, TM_ADD, TM_SUB, TM_
        TM_MOD, TM_POW, TM_DIV, TM_IDIV, TM_BAND, TM_BOR, TM_BXOR, TM_SHL, TM_SHR,
        TM_UNM, TM_BNOT, TM_LT, TM_LE, TM_CONCAT, TM_CALL, TM_CLOSE };
 
+/* getobjname calls per name: ldebug.c's recursion is as deep as the
+ * compiler's register moves (a few); 64 also bounds garbage code to
+ * 64 findsetreg scans. */
+#define NAME_BUDGET 64
+
 const char *puc_funcname(const struct puc_nameinfo *ni, int pc, const char **name)
 {
+	int budget = NAME_BUDGET;
 	const struct puc_layout *lay = ni->lay;
 	const struct isa_ops *o = isa_of(lay);
 	*name = NULL;
@@ -354,10 +363,10 @@ const char *puc_funcname(const struct puc_nameinfo *ni, int pc, const char **nam
 	uint32_t i = ni->code[pc];
 	int op = OP(lay, i);
 	if (op == o->call || op == o->tailcall)
-		return getobjname(ni, pc, A(lay, i), name, 0);
+		return getobjname(ni, pc, A(lay, i), name, &budget);
 	if (lay->isa == PUC_ISA_51) {
 		if (op == o->tforloop)
-			return getobjname(ni, pc, A(lay, i), name, 0);
+			return getobjname(ni, pc, A(lay, i), name, &budget);
 		return NULL;   /* 5.1 names no metamethod */
 	}
 	if (op == o->tforcall) {
