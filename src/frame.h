@@ -26,7 +26,11 @@ struct frame {
 	int32_t line;          /* current line (Lua) or source line (native), 0 = unknown */
 	int32_t firstline;     /* Lua: line where the function is defined, 0 = unknown */
 	int32_t trace;         /* LuaJIT trace number running this frame, 0 = none */
-	uint64_t addr;         /* native/C: pc (or function address); Lua: 0 */
+	uint64_t addr;         /* native/C: pc (or function address); Lua: the
+	                        * prototype's address in the target (GCproto,
+	                        * Proto), 0 unknown: it tells apart functions
+	                        * defined on one line (docs/naming.md §1); not
+	                        * part of a frame's identity in a profile */
 	const char *name;      /* interned, never NULL: "fib", "string.format", "[unknown]" */
 	const char *file;      /* interned chunkname or source file, or NULL */
 	const char *module;    /* interned basename of the ELF module, or NULL */

@@ -271,10 +271,13 @@ int profile_map_frames(struct profile *p, void (*fn)(struct frame *fr, void *arg
 /* One name per Lua function (docs/naming.md §1).
  * A Lua frame's name comes from the call site, so one prototype shows
  * under several names; this table counts samples per (chunk, linedefined,
- * name) and picks one name per (chunk, linedefined). */
+ * prototype, name) and picks one name per (chunk, linedefined, prototype).
+ * The prototype (the frame's addr, 0 when unknown) tells apart functions
+ * defined on one line, which would otherwise become one row. */
 struct fn_tally {                /* samples of one function under one name */
 	const char *file;
 	int32_t firstline;
+	uint64_t proto;
 	const char *name;
 	uint64_t count;
 };
@@ -282,6 +285,7 @@ struct fn_tally {                /* samples of one function under one name */
 struct fn_key {                  /* one function: its best name */
 	const char *file;
 	int32_t firstline;
+	uint64_t proto;
 	const char *best;        /* from the last count, NULL: no samples */
 	uint64_t best_count;
 	int best_rank;
@@ -340,9 +344,11 @@ static int is_fn_frame(const struct frame *fr)
 	return fr->kind == FRAME_LUA && fr->file && fr->name && fr->firstline > 0;
 }
 
-static uint64_t fn_hash(const char *file, int32_t firstline)
+static uint64_t fn_hash(const char *file, int32_t firstline, uint64_t proto)
 {
-	return htab_fnv1a_word(htab_fnv1a_ptr(HTAB_FNV_INIT, file), (uint32_t)firstline);
+	uint64_t h = htab_fnv1a_word(htab_fnv1a_ptr(HTAB_FNV_INIT, file), (uint32_t)firstline);
+	h = htab_fnv1a_word(h, (uint32_t)proto);
+	return htab_fnv1a_word(h, (uint32_t)(proto >> 32));
 }
 
 struct fn_find {
@@ -354,28 +360,29 @@ static int tally_eq(const void *ctx, uint32_t i)
 {
 	const struct fn_find *f = ctx;
 	const struct fn_tally *t = &f->nm->t[i];
-	return t->file == f->fr->file && t->firstline == f->fr->firstline && t->name == f->fr->name;
+	return t->file == f->fr->file && t->firstline == f->fr->firstline &&
+	       t->proto == f->fr->addr && t->name == f->fr->name;
 }
 
 static int key_eq(const void *ctx, uint32_t i)
 {
 	const struct fn_find *f = ctx;
 	const struct fn_key *k = &f->nm->k[i];
-	return k->file == f->fr->file && k->firstline == f->fr->firstline;
+	return k->file == f->fr->file && k->firstline == f->fr->firstline && k->proto == f->fr->addr;
 }
 
 /* Add COUNT samples of FR's function under FR's name. 0 or -1 (memory). */
 static int fn_names_add(struct fn_names *nm, const struct frame *fr, uint64_t count)
 {
 	struct fn_find f = { nm, fr };
-	uint64_t h = fn_hash(fr->file, fr->firstline);
+	uint64_t h = fn_hash(fr->file, fr->firstline, fr->addr);
 	size_t pos;
 	if (htab_reserve(&nm->kt) < 0)
 		return -1;
 	if (htab_find(&nm->kt, h, key_eq, &f, &pos) < 0) {
 		if (array_grow(&nm->k, &nm->kcap, nm->nk + 1, sizeof *nm->k) < 0)
 			return -1;
-		nm->k[nm->nk] = (struct fn_key){ fr->file, fr->firstline, NULL, 0, 3, NULL };
+		nm->k[nm->nk] = (struct fn_key){ fr->file, fr->firstline, fr->addr, NULL, 0, 3, NULL };
 		htab_insert(&nm->kt, pos, h, (uint32_t)nm->nk++);
 	}
 	h = htab_fnv1a_ptr(h, fr->name);
@@ -385,7 +392,7 @@ static int fn_names_add(struct fn_names *nm, const struct frame *fr, uint64_t co
 	if (i < 0) {
 		if (array_grow(&nm->t, &nm->tcap, nm->nt + 1, sizeof *nm->t) < 0)
 			return -1;
-		nm->t[nm->nt] = (struct fn_tally){ fr->file, fr->firstline, fr->name, 0 };
+		nm->t[nm->nt] = (struct fn_tally){ fr->file, fr->firstline, fr->addr, fr->name, 0 };
 		htab_insert(&nm->tt, pos, h, (uint32_t)nm->nt);
 		i = (int64_t)nm->nt++;
 	}
@@ -405,9 +412,10 @@ static int fn_names_choose(struct fn_names *nm)
 	}
 	for (size_t i = 0; i < nm->nt; i++) {
 		const struct fn_tally *t = &nm->t[i];
-		struct frame fr = { .kind = FRAME_LUA, .file = t->file, .firstline = t->firstline };
+		struct frame fr = { .kind = FRAME_LUA, .file = t->file, .firstline = t->firstline,
+				    .addr = t->proto };
 		struct fn_find f = { nm, &fr };
-		int64_t k = htab_find(&nm->kt, fn_hash(t->file, t->firstline), key_eq, &f, NULL);
+		int64_t k = htab_find(&nm->kt, fn_hash(t->file, t->firstline, t->proto), key_eq, &f, NULL);
 		if (k < 0 || !t->count)
 			continue;
 		struct fn_key *key = &nm->k[k];
@@ -448,7 +456,7 @@ const char *fn_names_best(const struct fn_names *nm, const struct frame *fr)
 	if (!nm || !is_fn_frame(fr))
 		return fr->name;
 	struct fn_find f = { nm, fr };
-	int64_t k = htab_find(&nm->kt, fn_hash(fr->file, fr->firstline), key_eq, &f, NULL);
+	int64_t k = htab_find(&nm->kt, fn_hash(fr->file, fr->firstline, fr->addr), key_eq, &f, NULL);
 	return k >= 0 && nm->k[k].shown ? nm->k[k].shown : fr->name;
 }
 

@@ -635,6 +635,7 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t slot, uint64_t pc, st
 		if (rd_proto(c, pt, &pi) < 0)
 			return FAIL(-LS_E_GARBAGE, "bad proto of a Lua frame");
 		fr->kind = FRAME_LUA;
+		fr->addr = pt; /* the prototype: tells apart functions defined on one line */
 		fr->file = pi->file;
 		fr->firstline = pi->firstline;
 		fr->line = pc ? pt_line(c, pi, pt_pos(c, pt, pi, pc)) : 0;

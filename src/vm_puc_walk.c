@@ -718,6 +718,7 @@ static void walk_frames(struct wctx *c)
 		const char *cs = frame_callsite(c->vm, c->m, c->w, i, c->n);
 		if (r->lua) {
 			f->kind = FRAME_LUA;
+			f->addr = wf->p->addr; /* the Proto: tells apart functions on one line */
 			f->file = wf->p->chunk;
 			f->firstline = wf->p->linedefined;
 			f->line = wf->p->line ? wf->p->line[wf->pc] : 0;
