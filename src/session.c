@@ -338,6 +338,15 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg, 
 			s->walk_us[s->nstop] = (uint32_t)(ss.walk_ns / 1000);
 			s->nstop++;
 		}
+		if (!s->stack.n) {
+			/* nothing unwound and no Lua frame (e.g. a thread caught
+			 * between exec and its first instruction): an error,
+			 * counted, never an empty stack in the outputs */
+			msg_debug(2, "tid %d: no frame at all (pc 0x%llx, native walk %s)", (int)th[i].tid,
+				  (unsigned long long)s->ts.regs.rip, s->ts.native.truncated ? "cut" : "empty");
+			count_error(s, -LS_E_UNWIND);
+			continue;
+		}
 		account(s, p, tg, th[i].tid, th[i].name, &s->stack, &info);
 	}
 }
