@@ -120,7 +120,8 @@ int cmd_record(struct cli_opts *o)
 	if (profile_name_functions(p) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
 	int wrc = out_write_file(p, o->format, o->output);
-	if (o->subprocesses && !session_runtime(s))
+	int nolua = o->subprocesses && !session_runtime(s);
+	if (nolua)
 		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
@@ -135,5 +136,8 @@ int cmd_record(struct cli_opts *o)
 	code = session_finish(s);
 	if (wrc < 0)
 		return 1;
+	/* as without -s: a run that met no Lua at all is "not a Lua process" */
+	if (nolua && code == 0)
+		return err_exit_code(LS_E_NOTLUA);
 	return code;
 }
