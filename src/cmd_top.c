@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <wchar.h>
+#define NCURSES_WIDECHAR 1 /* mvaddnwstr */
 #include <curses.h>
 #include "cli.h"
 #include "err.h"
@@ -408,43 +410,112 @@ static void fmt_time(char *buf, size_t len, uint64_t count, double rate_hz)
 }
 
 
-static void top_row_line(const struct top *t, size_t i, char *buf, size_t len)
+/* Row I of the view into BUF; returns the byte where its label starts. */
+static size_t top_row_line(const struct top *t, size_t i, char *buf, size_t len)
 {
 	const struct top_row *r = &t->agg[t->with_line].rows[t->view[i]];
 	char own[32], total[32];
 	double hz = snap_rate_hz(t);
 	fmt_time(own, sizeof own, r->own, hz);
 	fmt_time(total, sizeof total, r->total, hz);
-	snprintf(buf, len, "%*.2f%%%*.2f%%%*s%*s  %s", col_widths[0] - 1, pct(r->own, t->snap_total),
-		 col_widths[1] - 1, pct(r->total, t->snap_total), col_widths[2], own,
-		 col_widths[3], total, r->label);
+	int n = snprintf(buf, len, "%*.2f%%%*.2f%%%*s%*s  ", col_widths[0] - 1, pct(r->own, t->snap_total),
+			 col_widths[1] - 1, pct(r->total, t->snap_total), col_widths[2], own,
+			 col_widths[3], total);
+	if (n < 0 || (size_t)n >= len)
+		return 0;
+	snprintf(buf + n, len - (size_t)n, "%s", r->label);
+	return (size_t)n;
 }
 
-/* Fit a table row into COLS columns. A row whose label "name (file:line)"
- * is too wide loses the start of its file, shown as "...", so the name and
- * the line number stay on the screen; a row that cannot be fit that way is
- * left for the caller to cut at COLS. */
-static void top_fit_row(char *line, size_t cols)
+/* Screen columns of wide character C (a character wcwidth() does not know
+ * counts as one: it is drawn as something). */
+static int wc_cols(wchar_t c)
 {
-	size_t len = strlen(line);
-	if (len <= cols || len < 2 || line[len - 1] != ')')
-		return;
-	size_t open = len - 1; /* the " (" that opens the file part */
-	while (open > 0 && !(line[open] == '(' && line[open - 1] == ' '))
+	int w = wcwidth(c);
+	return w < 0 ? 1 : w;
+}
+
+static int ws_cols(const wchar_t *w, size_t n)
+{
+	int cols = 0;
+	for (size_t i = 0; i < n; i++)
+		cols += wc_cols(w[i]);
+	return cols;
+}
+
+/* Remove W[FROM, TO) of the N characters of W, put "..." in their place;
+ * returns the new length. */
+static size_t ws_elide(wchar_t *w, size_t n, size_t from, size_t to)
+{
+	static const wchar_t dots[] = L"...";
+	memmove(w + from + 3, w + to, (n - to + 1) * sizeof *w);
+	memcpy(w + from, dots, 3 * sizeof *w);
+	return n - (to - from) + 3;
+}
+
+/* Fit row W (N characters, NUL-terminated; its label "name (file:line)"
+ * starts at character LABEL) into COLS screen columns, counted per
+ * character (wcwidth), not per byte: first the start of the file goes,
+ * shown as "...", so the name and the line number stay; then the end of
+ * the name, shown as "...". Whatever is still too wide is cut by the
+ * caller at a character, never inside one. Returns the new length. */
+static size_t top_fit_row(wchar_t *w, size_t n, size_t label, int cols)
+{
+	int over = ws_cols(w, n) - cols;
+	if (over <= 0 || n < label + 2 || w[n - 1] != L')')
+		return n;
+	size_t open = n - 1; /* the " (" that opens the file part */
+	while (open > label && !(w[open] == L'(' && w[open - 1] == L' '))
 		open--;
-	if (!open)
-		return;
-	size_t file = open + 1, end = len - 1; /* end: the ':' before the line, or ')' */
-	for (size_t k = len - 1; k > file; k--)
-		if (line[k] == ':') {
+	if (open <= label)
+		return n;
+	size_t file = open + 1, end = n - 1; /* end: the ':' before the line, or ')' */
+	for (size_t k = n - 1; k > file; k--)
+		if (w[k] == L':') {
 			end = k;
 			break;
 		}
-	size_t cut = len - cols + 3; /* bytes to drop, "..." included */
-	if (end - file < cut + 1)
+	/* the file part: drop columns from its start, "..." included */
+	size_t to = file;
+	int gone = 0;
+	while (to < end && gone < over + 3)
+		gone += wc_cols(w[to++]);
+	if (to > file + 3 || (to == end && end - file > 3)) {
+		n = ws_elide(w, n, file, to);
+		over = ws_cols(w, n) - cols;
+		open = file - 1;
+	}
+	if (over <= 0)
+		return n;
+	/* then the end of the name */
+	size_t name_end = open - 1, from = name_end; /* the ' ' before "(" */
+	gone = 0;
+	while (from > label + 1 && gone < over + 3)
+		gone += wc_cols(w[--from]);
+	if (name_end > from + 3)
+		n = ws_elide(w, n, from, name_end);
+	return n;
+}
+
+/* Draw table row LINE (UTF-8; its label starts at byte LABEL) at screen
+ * row Y, within COLS columns (top_fit_row). A row that is not valid in
+ * the locale's encoding is drawn cut at COLS bytes. */
+static void top_draw_row(int y, const char *line, size_t label)
+{
+	wchar_t w[TOP_LABEL_MAX + 128];
+	size_t n = mbstowcs(w, line, sizeof w / sizeof w[0] - 1);
+	if (n == (size_t)-1 || COLS <= 0) {
+		mvaddnstr(y, 0, line, COLS);
 		return;
-	memcpy(line + file, "...", 3);
-	memmove(line + file + 3, line + file + cut, len - (file + cut) + 1);
+	}
+	w[n] = 0;
+	size_t lw = mbstowcs(NULL, line + label, 0); /* characters of the label */
+	n = top_fit_row(w, n, lw == (size_t)-1 || lw > n ? n : n - lw, COLS);
+	size_t k = 0;
+	int used = 0;
+	while (k < n && used + wc_cols(w[k]) <= COLS)
+		used += wc_cols(w[k++]);
+	mvaddnwstr(y, 0, w, (int)k);
 }
 
 /* Plain text: header lines, table header, up to MAXROWS rows, blank line. */
@@ -704,10 +775,8 @@ static void top_draw(struct top *t)
 		mvaddnstr(y, 0, t->snap.samples ? "(no frames in the samples)" : "(collecting samples...)",
 			  COLS);
 	for (size_t i = t->scroll; i < t->nview && y < LINES; i++, y++) {
-		top_row_line(t, i, line, sizeof line);
-		if (COLS > 0)
-			top_fit_row(line, (size_t)COLS);
-		mvaddnstr(y, 0, line, COLS);
+		size_t label = top_row_line(t, i, line, sizeof line);
+		top_draw_row(y, line, label);
 	}
 	if (t->help)
 		draw_help();
