@@ -126,6 +126,13 @@ int cmd_record(struct cli_opts *o)
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);
+	/* most errors are reads the running target tore (deep LuaJIT stacks
+	 * walked after the release): say what helps */
+	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
+	if (!o->blocking && !o->nonblocking && torn * 10 > st->samples + st->errors && torn >= 10)
+		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); "
+			  "--blocking walks while the thread is stopped",
+			  (unsigned long long)torn, (unsigned long long)(st->samples + st->errors));
 	if (o->stats)
 		session_print_stats(s, stderr);
 	if (wrc < 0)
