@@ -135,8 +135,17 @@ int mem_overlay_add(struct mem_overlay *o, uint64_t addr, const uint8_t *data, s
 static const uint8_t *cache_block(struct mem_cache *c, uint64_t addr, size_t need,
 				  uint64_t *baddr, size_t *blen)
 {
+	/* a walk reads its way along a stack: mostly the block of the last
+	 * read, then the others */
+	int l = c->last;
+	if (l < c->n && addr >= c->addr[l] && addr - c->addr[l] < c->len[l]) {
+		*baddr = c->addr[l];
+		*blen = c->len[l];
+		return c->buf + (size_t)l * c->block_bytes;
+	}
 	for (int i = 0; i < c->n; i++)
 		if (addr >= c->addr[i] && addr - c->addr[i] < c->len[i]) {
+			c->last = i;
 			*baddr = c->addr[i];
 			*blen = c->len[i];
 			return c->buf + (size_t)i * c->block_bytes;
@@ -158,6 +167,7 @@ static const uint8_t *cache_block(struct mem_cache *c, uint64_t addr, size_t nee
 	}
 	c->addr[slot] = start;
 	c->len[slot] = (size_t)r;
+	c->last = slot;
 	if (c->n < c->nblocks)
 		c->n++;
 	else
@@ -211,6 +221,7 @@ void mem_cache_reset(struct mem_cache *c, struct mem *under)
 	c->under = under;
 	c->n = 0;
 	c->oldest = 0;
+	c->last = 0;
 }
 
 void mem_cache_free(struct mem_cache *c)

@@ -82,6 +82,7 @@ struct mem_cache {
 	int nblocks;         /* capacity, <= MEM_CACHE_MAX_BLOCKS */
 	int n;               /* blocks held */
 	int oldest;          /* the block a miss replaces once all are held */
+	int last;            /* the block the last read hit: looked at first */
 	uint8_t *buf;        /* nblocks * block_bytes, NULL until the first miss */
 	uint64_t addr[MEM_CACHE_MAX_BLOCKS]; /* target address of block i */
 	size_t len[MEM_CACHE_MAX_BLOCKS];    /* bytes of block i read */

@@ -96,6 +96,9 @@ struct ctx {
 	int steps;           /* global bound on reads/iterations */
 	int name_miss;       /* a C function had no name (VM_DISC_NAMES) */
 	const char *why;     /* where the walk failed last (FAIL), or NULL */
+	/* protos checked in this walk (rd_proto): a deep recursion meets one
+	 * proto thousands of times; within one walk it is checked once */
+	struct { uint64_t pt; struct lj_ptinfo *pi; } seen_pt[8];
 };
 
 /* A context reading through M (T may be NULL: no symbols). */
@@ -191,7 +194,27 @@ static int chunk_ident(struct ctx *c, uint64_t chunk, uint64_t *id)
 	return 0;
 }
 
+static int rd_proto_check(struct ctx *c, uint64_t pt, struct lj_ptinfo **out);
+
+/* The validated proto at PT (docs/luajit.md §6): checked against the
+ * target's memory once per walk (rd_proto_check), then from the walk's
+ * memo, as long as the cache entry still holds PT. 0 or -LS_E_*. */
 static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
+{
+	unsigned slot = (unsigned)(pt >> 3) % 8u;
+	if (pt && c->seen_pt[slot].pt == pt && c->seen_pt[slot].pi->pt == pt) {
+		*out = c->seen_pt[slot].pi;
+		return 0;
+	}
+	int rc = rd_proto_check(c, pt, out);
+	if (rc == 0) {
+		c->seen_pt[slot].pt = pt;
+		c->seen_pt[slot].pi = *out;
+	}
+	return rc;
+}
+
+static int rd_proto_check(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 {
 	const struct lj_objlayout *ol = c->ol;
 	uint8_t h[128];
@@ -265,6 +288,7 @@ static int rd_proto(struct ctx *c, uint64_t pt, struct lj_ptinfo **out)
 	e->chunkname = chunk;
 	e->chunkid = chunkid;
 	e->file = intern(ss);
+	e->anon = firstline == 0 ? intern("main chunk") : internf("function <%s:%d>", e->file, firstline);
 	*out = e;
 	return 0;
 }
@@ -639,10 +663,7 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t slot, uint64_t pc, st
 		fr->file = pi->file;
 		fr->firstline = pi->firstline;
 		fr->line = pc ? pt_line(c, pi, pt_pos(c, pt, pi, pc)) : 0;
-		if (pi->firstline == 0)
-			fr->name = intern("main chunk");
-		else
-			fr->name = internf("function <%s:%d>", pi->file, pi->firstline);
+		fr->name = pi->anon;
 		return 0;
 	}
 	fr->kind = FRAME_C;

@@ -103,6 +103,7 @@ struct lj_ptinfo {                   /* validated proto, cached by address and
 	uint64_t chunkname;
 	uint64_t chunkid;            /* the chunk name's contents (chunk_ident) */
 	const char *file;            /* interned short_src */
+	const char *anon;            /* interned "function <file:line>" or "main chunk" */
 	uint32_t stamp;              /* first 8 bytes of bytecode for reuse check */
 	uint32_t stamp2;
 };
