@@ -9,6 +9,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include "htab.h"
+#include "intern.h"
 #include "out.h"
 
 #ifndef PACKAGE_VERSION
@@ -93,25 +95,84 @@ static void sb_json(struct sbuf *b, const char *s)
 
 /* ------------------------------------------------------------ document */
 
-/* The frames stacks use, in id order; USED from out_used_frames. */
-static void put_frames(const struct profile *p, const uint32_t *used, struct sbuf *b)
+/* What a speedscope frame says: name, file, line. */
+struct sf_entry {
+	const char *label;   /* interned */
+	const char *file;    /* interned (the frame's file or module), or NULL */
+	int32_t line;        /* > 0, or 0 */
+	uint32_t id;         /* the first frame id written as this entry */
+};
+
+struct sf_find {
+	const struct sf_entry *e;
+	const struct sf_entry *key;
+};
+
+static int sf_same(const void *ctx, uint32_t i)
+{
+	const struct sf_find *f = ctx;
+	const struct sf_entry *a = &f->e[i], *b = f->key;
+	return a->label == b->label && a->file == b->file && a->line == b->line;
+}
+
+/* The entries of shared.frames: frames that would read alike (a frame's
+ * trace number and prototype are not written) share one, since
+ * speedscope tells frames apart by index alone and would show one
+ * function as two rows. USED (out_used_frames) becomes each used frame's
+ * entry + 1. Returns the entries (*N of them; the caller frees), or NULL
+ * when out of memory. */
+static struct sf_entry *sf_entries(const struct profile *p, uint32_t *used, size_t *n)
 {
 	char buf[OUT_LABEL_MAX];
-	size_t nf = profile_nframes(p);
+	size_t nf = profile_nframes(p), cap = 0;
+	struct sf_entry *e = NULL;
+	struct htab t = { 0 };
+	*n = 0;
 	for (size_t id = 0; id < nf; id++) {
-		const struct frame *fr = profile_frame(p, (uint32_t)id);
 		if (!used[id])
 			continue;
-		sb_puts(b, used[id] > 1 ? ",\n{\"name\":" : "\n{\"name\":");
-		sb_json(b, out_label(fr, buf, sizeof buf, 1, 0));
-		const char *file = fr->file ? fr->file : fr->module;
-		if (file) {
-			sb_puts(b, ",\"file\":");
-			sb_json(b, out_clean(file, buf, sizeof buf, 0));
+		const struct frame *fr = profile_frame(p, (uint32_t)id);
+		struct sf_entry key = { intern(out_label(fr, buf, sizeof buf, 1, 0)),
+					fr->file ? fr->file : fr->module, fr->line > 0 ? fr->line : 0,
+					(uint32_t)id };
+		struct sf_find f = { e, &key };
+		uint64_t h = htab_fnv1a_ptr(htab_fnv1a_ptr(HTAB_FNV_INIT, key.label), key.file);
+		h = htab_fnv1a_word(h, (uint32_t)key.line);
+		size_t pos;
+		if (!key.label || htab_reserve(&t) < 0)
+			goto oom;
+		int64_t i = htab_find(&t, h, sf_same, &f, &pos);
+		if (i < 0) {
+			if (array_grow(&e, &cap, *n + 1, sizeof *e) < 0)
+				goto oom;
+			e[*n] = key;
+			i = (int64_t)(*n)++;
+			htab_insert(&t, pos, h, (uint32_t)i);
 		}
-		if (fr->line > 0) {
+		used[id] = (uint32_t)i + 1;
+	}
+	htab_free(&t);
+	return e ? e : calloc(1, sizeof *e);
+oom:
+	htab_free(&t);
+	free(e);
+	return NULL;
+}
+
+/* shared.frames: the N entries of sf_entries, in order. */
+static void put_frames(const struct sf_entry *e, size_t n, struct sbuf *b)
+{
+	char buf[OUT_LABEL_MAX];
+	for (size_t k = 0; k < n; k++) {
+		sb_puts(b, k ? ",\n{\"name\":" : "\n{\"name\":");
+		sb_json(b, e[k].label);
+		if (e[k].file) {
+			sb_puts(b, ",\"file\":");
+			sb_json(b, out_clean(e[k].file, buf, sizeof buf, 0));
+		}
+		if (e[k].line > 0) {
 			sb_puts(b, ",\"line\":");
-			sb_u64(b, (uint64_t)fr->line);
+			sb_u64(b, (uint64_t)e[k].line);
 		}
 		sb_putc(b, '}');
 	}
@@ -124,11 +185,14 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 	size_t nused;
 	size_t *idx = malloc((ns ? ns : 1) * sizeof *idx);
 	uint32_t *used = out_used_frames(p, &nused);
+	size_t nent = 0;
+	struct sf_entry *ent = used ? sf_entries(p, used, &nent) : NULL;
 	struct sbuf sb = { .f = f, .s = malloc(SB_BYTES) };
 	struct sbuf *b = &sb;
-	if (!idx || !used || !sb.s) {
+	if (!idx || !used || !ent || !sb.s) {
 		free(idx);
 		free(used);
+		free(ent);
 		free(sb.s);
 		return -ENOMEM;
 	}
@@ -144,7 +208,7 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 
 	sb_puts(b, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
 		"\"shared\":{\"frames\":[");
-	put_frames(p, used, b);
+	put_frames(ent, nent, b);
 	sb_puts(b, "]},\n\"profiles\":[");
 
 	size_t nthreads = 0;
@@ -216,6 +280,7 @@ int out_speedscope_write(const struct profile *p, FILE *f)
 	sb_flush(b);
 	free(idx);
 	free(used);
+	free(ent);
 	free(sb.s);
 	return out_ferror(f);
 }

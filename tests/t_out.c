@@ -689,6 +689,27 @@ static void test_pprof(void)
 	profile_free(p);
 }
 
+/* Frames that differ only in what speedscope does not show (the trace
+ * a Lua frame ran on) share one entry of shared.frames: two entries
+ * would be two rows of one function. */
+static void test_speedscope_shared(void)
+{
+	struct profile *p = profile_new();
+	struct frame a[] = { fx_frame(FRAME_LUA, "main chunk", "m.lua", NULL, 9, 0, 0, 0),
+			     fx_frame(FRAME_LUA, "work", "m.lua", NULL, 2, 1, 3, 0) };
+	struct frame b[] = { a[0], fx_frame(FRAME_LUA, "work", "m.lua", NULL, 2, 1, 0, 0) };
+	fx_add(p, 42, a, 2, 5);
+	fx_add(p, 42, b, 2, 4);
+	size_t len;
+	int rc;
+	char *s = render(out_speedscope_write, p, &len, &rc);
+	CHECK(rc == 0 && s && count_substr(s, len, "{\"name\":") == 2,
+	      "speedscope: work on a trace and off it is one frame: %s", s);
+	CHECK(s && strstr(s, "\"samples\":[[0,1],[0,1]]"), "both stacks use entry 1: %s", s);
+	free(s);
+	profile_free(p);
+}
+
 /* After a reset, frames no stack uses stay interned but are not written. */
 static void test_unused_frames(void)
 {
@@ -865,6 +886,7 @@ int main(void)
 	test_svg_min_width();
 	test_svg_frame_cap();
 	test_speedscope();
+	test_speedscope_shared();
 	test_pprof();
 	test_random_names();
 	test_unused_frames();
