@@ -699,9 +699,16 @@ static const char *c_frame_name(struct wctx *c, uint64_t cfn, const char *cs, st
 	if (c->t->sym)   /* NULL: synthetic images (puc_walk_image) */
 		symtab_lookup(c->t->sym, cfn, 0, &si);
 	f->module = si.module;
-	if (si.name && si.func_start == cfn)
+	/* a function of the Lua runtime itself: the name Lua code knows it
+	 * by (string.gsub, as LuaJIT frames say), else its C symbol
+	 * (str_gsub); a C module's or host's function: its C symbol
+	 * (cfib_call) first, then the library name; else the call site's */
+	int runtime = !si.module || !c->vm->lua_module || !strcmp(si.module, c->vm->lua_module);
+	if (runtime)
+		nm = puc_cname_find(c->vm, cfn);
+	if (!nm && si.name && si.func_start == cfn)
 		nm = si.name;
-	if (!nm)
+	if (!nm && !runtime)
 		nm = puc_cname_find(c->vm, cfn);
 	if (!nm && cs)
 		nm = intern(cs);
