@@ -68,6 +68,72 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 	ca->count++;
 }
 
+/* Per-thread state of one dump: the state letter of each of the NTH
+ * threads and, with --all-coroutines (HOLD), the stops that hold them
+ * until the coroutines are listed and what the coroutine walk needs of
+ * each held thread. */
+struct dump_hold {
+	char *states;
+	int *stoprc;
+	struct ptrace_stop *stops;
+	struct thread_snap *held;
+	int nheld;
+};
+
+static void dump_hold_free(struct dump_hold *h)
+{
+	free(h->states);
+	free(h->stoprc);
+	free(h->stops);
+	free(h->held);
+}
+
+/* Allocate H for NTH threads; 0 or -LS_E_NOMEM (H freed). */
+static int dump_hold_alloc(struct dump_hold *h, int nth, int hold)
+{
+	size_t n = (size_t)nth + 1;
+	memset(h, 0, sizeof *h);
+	h->states = calloc(n, 1);
+	if (hold) {
+		h->stoprc = calloc(n, sizeof *h->stoprc);
+		h->stops = calloc(n, sizeof *h->stops);
+		h->held = calloc(n, sizeof *h->held);
+	}
+	if (!h->states || (hold && (!h->stoprc || !h->stops || !h->held))) {
+		dump_hold_free(h);
+		return -LS_E_NOMEM;
+	}
+	return 0;
+}
+
+/* --all-coroutines: list the coroutines of T while the NTH threads are
+ * held (H), say where a bound cut the list, then release the threads. */
+static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
+			    int nth)
+{
+	struct coro_arg ca = { f, o->json, 0 };
+	if (o->json)
+		fputs(",\"coroutines\":[", f);
+	else
+		fputc('\n', f);
+	const char *cut = NULL;
+	int n = t->vm_ops->coroutines(t->vm, t, h->held, h->nheld, print_coroutine, &ca, &cut);
+	if (o->json)
+		fputc(']', f);
+	/* a bound stopped the list: say so where it is cut */
+	if (n >= 0 && cut && o->json) {
+		fputs(",\"coroutines_cut\":", f);
+		out_put_json(f, cut);
+	} else if (n >= 0 && cut) {
+		fprintf(f, "<coroutine list cut: %s>\n", cut);
+	}
+	for (int i = 0; i < nth; i++)
+		if (h->states[i] != '?' && h->stoprc[i] == 0)
+			ptrace_release(&h->stops[i]);
+	if (n < 0)
+		msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
+}
+
 int cmd_dump(struct cli_opts *o)
 {
 	struct target *t;
@@ -130,24 +196,18 @@ int cmd_dump(struct cli_opts *o)
 	 * the threads' stacks are one moment (a coroutine that runs on a
 	 * thread is walked from its registers) */
 	int hold = o->all_coroutines && t->vm && t->vm_ops->coroutines;
-	char *states = calloc((size_t)nth + 1, 1);
-	int *stoprc = hold ? calloc((size_t)nth + 1, sizeof *stoprc) : NULL;
-	struct ptrace_stop *stops = hold ? calloc((size_t)nth + 1, sizeof *stops) : NULL;
-	struct thread_snap *held = hold ? calloc((size_t)nth + 1, sizeof *held) : NULL;
-	int nheld = 0;
-	if (!states || (hold && (!stoprc || !stops || !held))) {
-		free(states);
-		free(stoprc);
-		free(stops);
-		free(held);
+	struct dump_hold h;
+	if (dump_hold_alloc(&h, nth, hold) < 0) {
 		free(th);
 		target_close(t);
 		return msg_err_pid(o->pid, -LS_E_NOMEM);
 	}
+	char *states = h.states;
+	int *stoprc = h.stoprc;
 	for (int i = 0; i < nth; i++) {
 		states[i] = proc_thread_state(o->pid, th[i].tid);
 		if (hold && states[i] != '?')
-			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &stops[i]);
+			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &h.stops[i]);
 	}
 	for (int i = 0; i < nth; i++) {
 		struct walk_info info;
@@ -168,12 +228,12 @@ int cmd_dump(struct cli_opts *o)
 		}
 		if (sh.held) {
 			/* what the coroutine walk needs of it: registers, capture */
-			held[nheld].tid = ts.tid;
-			held[nheld].state = ts.state;
-			held[nheld].regs = ts.regs;
-			memcpy(held[nheld].vm_data, ts.vm_data, sizeof ts.vm_data);
-			held[nheld].mem = &t->mem.base;
-			nheld++;
+			struct thread_snap *hs = &h.held[h.nheld++];
+			hs->tid = ts.tid;
+			hs->state = ts.state;
+			hs->regs = ts.regs;
+			memcpy(hs->vm_data, ts.vm_data, sizeof ts.vm_data);
+			hs->mem = &t->mem.base;
 		}
 		if (rc == -LS_E_GONE)
 			continue;
@@ -195,39 +255,15 @@ int cmd_dump(struct cli_opts *o)
 	}
 	if (o->json)
 		fputc(']', f);
-	if (hold) {
-		struct coro_arg ca = { f, o->json, 0 };
-		if (o->json)
-			fputs(",\"coroutines\":[", f);
-		else
-			fputc('\n', f);
-		const char *cut = NULL;
-		int n = t->vm_ops->coroutines(t->vm, t, held, nheld, print_coroutine, &ca, &cut);
-		if (o->json)
-			fputc(']', f);
-		/* a bound stopped the list: say so where it is cut */
-		if (n >= 0 && cut && o->json) {
-			fputs(",\"coroutines_cut\":", f);
-			out_put_json(f, cut);
-		} else if (n >= 0 && cut) {
-			fprintf(f, "<coroutine list cut: %s>\n", cut);
-		}
-		for (int i = 0; i < nth; i++)
-			if (states[i] != '?' && stoprc[i] == 0)
-				ptrace_release(&stops[i]);
-		if (n < 0)
-			msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
-	}
+	if (hold)
+		dump_coroutines(f, o, t, &h, nth);
 	if (o->json)
 		fputs("}\n", f);
 	fflush(f);
 	ptrace_reap_pending();
 	thread_snap_free(&ts);
 	stack_free(&st);
-	free(states);
-	free(stoprc);
-	free(stops);
-	free(held);
+	dump_hold_free(&h);
 	free(th);
 	target_close(t);
 	if (shown == 0)
