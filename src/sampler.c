@@ -121,7 +121,10 @@ static int stop_window(void *arg)
 	struct target *t = j->t;
 	struct thread_snap *ts = j->ts;
 	struct ptrace_stop st = { .tid = j->tid, .stop_ns = time_now_ns() };
-	int rc = j->o->held ? 0 : ptrace_stop(j->tid, j->o->stop_timeout_ns, &st);
+	/* a local copy: after stopper_done() J is the caller's again (its
+	 * stack frame may already hold something else) */
+	const int held = j->o->held;
+	int rc = held ? 0 : ptrace_stop(j->tid, j->o->stop_timeout_ns, &st);
 	if (rc < 0)
 		return rc;
 	uint64_t t0 = st.stop_ns;
@@ -146,11 +149,11 @@ static int stop_window(void *arg)
 		/* the copies are taken: the caller may walk them while we
 		 * detach (the detach's result can't change the sample) */
 		stopper_done(0);
-		if (!j->o->held)
+		if (!held)
 			ptrace_release(&st);
 		return 0;
 	}
-	int rr = j->o->held ? 0 : ptrace_release(&st);
+	int rr = held ? 0 : ptrace_release(&st);
 	return rc == 0 ? rr : rc;
 }
 
