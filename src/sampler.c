@@ -157,6 +157,39 @@ static int stop_window(void *arg)
 	return rc == 0 ? rr : rc;
 }
 
+int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
+			const struct user_regs_struct *regs, const uint8_t *stack, size_t stack_len,
+			struct stack *out, struct walk_info *info, uint64_t *walk_ns)
+{
+	memset(info, 0, sizeof *info);
+	stack_clear(out);
+	ts->state = 'R';
+	ts->xlen = 0;
+	ts->held = 0;
+	ts->native.n = 0;
+	ts->native.truncated = 0;
+	ts->regs = *regs;
+	memset(ts->vm_data, 0, sizeof ts->vm_data);
+	if (stack_len > o->stack_copy_bytes)
+		stack_len = o->stack_copy_bytes;
+	if (!ts->stack && !(ts->stack = malloc(o->stack_copy_bytes)))
+		return -LS_E_NOMEM;
+	memcpy(ts->stack, stack, stack_len);
+	ts->stack_addr = regs->rsp;
+	ts->stack_len = stack_len;
+	/* as --nonblocking: no page cache over a running target */
+	target_sample_reader(t, ts, 0);
+	uint64_t tw = time_now_ns();
+	int rc = 0;
+	if (t->vm && t->vm_ops->capture)
+		rc = t->vm_ops->capture(t->vm, t, ts);
+	if (rc == 0)
+		rc = walk(t, o, ts, out, info);
+	*walk_ns = time_now_ns() - tw;
+	discover(t, info->discover, ts->tid);
+	return rc;
+}
+
 int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 			  const struct sampler_opts *o, struct thread_snap *ts,
 			  struct stack *out, struct walk_info *info, struct sample_stats *stats)
