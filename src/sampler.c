@@ -157,19 +157,44 @@ static int stop_window(void *arg)
 	return rc == 0 ? rr : rc;
 }
 
-int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
-			const struct user_regs_struct *regs, const uint8_t *stack, size_t stack_len,
-			struct stack *out, struct walk_info *info, uint64_t *walk_ns)
+/* One capture and walk of the copies in TS (sampler_sample_copy). */
+static int copy_walk(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
+		     const struct user_regs_struct *regs, struct stack *out, struct walk_info *info)
 {
 	memset(info, 0, sizeof *info);
 	stack_clear(out);
-	ts->state = 'R';
 	ts->xlen = 0;
 	ts->held = 0;
 	ts->native.n = 0;
 	ts->native.truncated = 0;
 	ts->regs = *regs;
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
+	/* as --nonblocking: no page cache over a running target */
+	target_sample_reader(t, ts, 0);
+	int rc = 0;
+	if (t->vm && t->vm_ops->capture)
+		rc = t->vm_ops->capture(t->vm, t, ts);
+	if (rc == 0)
+		rc = walk(t, o, ts, out, info);
+	return rc;
+}
+
+static int same_stack(const struct stack *a, const struct stack *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (int i = 0; i < a->n; i++)
+		if (a->f[i].kind != b->f[i].kind || a->f[i].name != b->f[i].name ||
+		    a->f[i].line != b->f[i].line || a->f[i].file != b->f[i].file)
+			return 0;
+	return 1;
+}
+
+int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
+			const struct user_regs_struct *regs, const uint8_t *stack, size_t stack_len,
+			struct stack *out, struct stack *again, struct walk_info *info, uint64_t *walk_ns)
+{
+	ts->state = 'R';
 	if (stack_len > o->stack_copy_bytes)
 		stack_len = o->stack_copy_bytes;
 	if (!ts->stack && !(ts->stack = malloc(o->stack_copy_bytes)))
@@ -177,14 +202,19 @@ int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct t
 	memcpy(ts->stack, stack, stack_len);
 	ts->stack_addr = regs->rsp;
 	ts->stack_len = stack_len;
-	/* as --nonblocking: no page cache over a running target */
-	target_sample_reader(t, ts, 0);
 	uint64_t tw = time_now_ns();
-	int rc = 0;
-	if (t->vm && t->vm_ops->capture)
-		rc = t->vm_ops->capture(t->vm, t, ts);
-	if (rc == 0)
-		rc = walk(t, o, ts, out, info);
+	int rc = copy_walk(t, o, ts, regs, out, info);
+	if (rc == 0 && again) {
+		/* the heap read twice must give the same stack: a chain that
+		 * moved under the first walk is a torn sample */
+		struct walk_info i2;
+		int r2 = copy_walk(t, o, ts, regs, again, &i2);
+		if (r2 < 0)
+			rc = r2;
+		else if (!same_stack(out, again))
+			rc = -LS_E_TORN;
+		info->discover |= i2.discover;
+	}
 	*walk_ns = time_now_ns() - tw;
 	discover(t, info->discover, ts->tid);
 	return rc;

@@ -45,6 +45,7 @@ struct session {
 	struct session_stats st;
 	struct thread_snap ts;
 	struct stack stack;
+	struct stack again;        /* perf: the second walk of a sample */
 	uint32_t *stop_us;         /* stop time per sample, in us */
 	uint32_t *walk_us;
 	size_t nstop;
@@ -426,7 +427,7 @@ static void drain_target(struct session *s, struct profile *p, struct tgt *tg)
 		s->ts.tid = ps.tid;
 		uint64_t age = time_now_ns() - ps.time_ns;
 		int rc = sampler_sample_copy(tg->t, &s->so, &s->ts, &ps.regs, ps.stack, ps.stack_len,
-					     &s->stack, &info, &walk_ns);
+					     &s->stack, getenv("LUASPY_PERF_ONCE") ? NULL : &s->again, &info, &walk_ns);
 		s->st.threads++;
 		if (rc < 0) {
 			count_error(s, rc);
@@ -753,6 +754,7 @@ int session_finish(struct session *s)
 	stopper_end();
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
+	stack_free(&s->again);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
