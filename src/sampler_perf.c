@@ -17,7 +17,8 @@
 #include "sampler_perf.h"
 
 #define RING_PAGES 32u              /* data pages per thread (a power of two) */
-#define RING_PAGES_MIN 4u           /* what we go down to when mlock limits refuse */
+#define RING_PAGES_MIN 16u          /* what we go down to when mlock limits refuse:
+                                     * 64 KiB, one record of the largest stack */
 #define STACK_MAX (60u * 1024)      /* a record's size is a u16: stack + the rest < 64 KiB */
 
 /* The registers asked for, in bit order (asm/perf_regs.h): every
@@ -196,7 +197,8 @@ static int thread_open(struct perf_proc *p, pid_t tid, struct perf_thread *th)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *ring = MAP_FAILED;
 	/* mlock limits (perf_event_mlock_kb, RLIMIT_MEMLOCK) may refuse a
-	 * large ring: halve it down to RING_PAGES_MIN */
+	 * large ring: halve it down to RING_PAGES_MIN (4 KiB pages assumed:
+	 * RING_PAGES_MIN of them hold the largest record) */
 	while (p->ring_pages >= RING_PAGES_MIN) {
 		ring = mmap(NULL, (1 + p->ring_pages) * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 		if (ring != MAP_FAILED || errno != EPERM)
@@ -346,7 +348,7 @@ int perf_proc_next(struct perf_proc *p, struct perf_sample *s)
 			if (head - tail < sizeof h)
 				break;
 			ring_copy(th, tail, &h, sizeof h);
-			if (h.size < sizeof h || h.size > head - tail) {
+			if (h.size < sizeof h || h.size > head - tail || h.size > th->data_len) {
 				tail = head; /* not a record: drop what is there */
 				break;
 			}
