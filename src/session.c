@@ -88,7 +88,7 @@ static int start_failed(struct session *s, int code)
 {
 	child_kill(&s->child);
 	follow_close(&s->fl);
-	if (s->epfd > 0)
+	if (s->perf)
 		close(s->epfd);
 	free(s->stop_us);
 	free(s->walk_us);
@@ -583,8 +583,9 @@ static void account_lag(struct session *s, struct loop *l, uint64_t now)
 void session_report_lag(const struct session *s)
 {
 	/* a run shorter than a second (a command that exits at once) has
-	 * too few ticks to tell */
-	if (s->st.elapsed_ns >= LAG_MIN_RUN_NS && s->st.late * 100 > s->st.ticks)
+	 * too few ticks to tell; with perf events the kernel times the
+	 * samples (a late round only lists threads later) */
+	if (!s->perf && s->st.elapsed_ns >= LAG_MIN_RUN_NS && s->st.late * 100 > s->st.ticks)
 		msg_falling_behind(s->st.late, s->st.ticks, s->st.max_lag_ns);
 }
 
@@ -748,7 +749,7 @@ int session_finish(struct session *s)
 			child_kill(&s->child);
 	}
 	follow_close(&s->fl);
-	if (s->epfd > 0)
+	if (s->perf)
 		close(s->epfd);
 	child_housekeep(NULL);
 	stopper_end();

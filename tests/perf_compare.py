@@ -84,7 +84,7 @@ total, bad, worst = judge(perf)
 names = set()
 for fr, n, _ in perf:
     names |= {re.sub(r' \(.*', '', f) for f in fr}
-pct = 100.0 * bad / total if total else 100.0
+pct = 100.0 * bad / total if total else 0.0
 print('perf samples %d, blocking samples %d, bad %d (%.2f%%, allowed %.2f%%)' %
       (total, sum(n for _, n, _ in blk), bad, pct, maxbad))
 for e, n in sorted(worst.items(), key=lambda x: -x[1])[:5]:
@@ -92,4 +92,4 @@ for e, n in sorted(worst.items(), key=lambda x: -x[1])[:5]:
 missing = [x for x in need if x not in names]
 if missing:
     print('missing names:', ', '.join(missing))
-sys.exit(1 if pct > maxbad or missing or total == 0 else 0)
+sys.exit(1 if (total and pct > maxbad) or missing or (total == 0 and need) else 0)
