@@ -57,6 +57,8 @@ struct session {
 	int epfd;                  /* perf: every event's fd, for the loop's wait */
 	struct perf_counts pc;     /* perf: its counts, for --stats */
 	char sampler_why[320];     /* why this sampler (--stats, -v) */
+	int perf_once;             /* perf: one walk per sample, not two (environment
+	                            * LUASPY_PERF_ONCE, for measurements) */
 };
 
 static void on_signal(int sig)
@@ -214,6 +216,7 @@ static int choose_sampler(struct session *s, pid_t pid)
 	if (s->epfd < 0)
 		return -LS_E_NOMEM;
 	s->perf = 1;
+	s->perf_once = getenv("LUASPY_PERF_ONCE") != NULL;
 	snprintf(s->sampler_why, sizeof s->sampler_why,
 		 "perf (task-clock event per thread, %zu bytes of stack per sample)", s->so.stack_copy_bytes);
 	msg_debug(1, "sampler: %s", s->sampler_why);
@@ -427,7 +430,7 @@ static void drain_target(struct session *s, struct profile *p, struct tgt *tg)
 		s->ts.tid = ps.tid;
 		uint64_t age = time_now_ns() - ps.time_ns;
 		int rc = sampler_sample_copy(tg->t, &s->so, &s->ts, &ps.regs, ps.stack, ps.stack_len,
-					     &s->stack, getenv("LUASPY_PERF_ONCE") ? NULL : &s->again, &info, &walk_ns);
+					     &s->stack, s->perf_once ? NULL : &s->again, &info, &walk_ns);
 		s->st.threads++;
 		if (rc < 0) {
 			count_error(s, rc);
