@@ -19,7 +19,8 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
+	OPT_SAMPLER
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -94,6 +95,10 @@ static const struct cli_option {
 	  "show this help" },
 	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
 	  "show the version" },
+	{ "sampler", 0, OPT_SAMPLER, "KIND", R | T, GRP_SAMPLING,
+	  "ptrace (default): stop each thread for its sample;\n"
+	  "perf: the kernel copies registers and stack (perf events,\n"
+	  "no stop); auto: perf where allowed, else ptrace" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -302,6 +307,16 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_ALL_COROUTINES: o->all_coroutines = 1; break;
 	case OPT_NATIVE_ONLY: o->native_only = 1; break;
 	case OPT_STATS: o->stats = 1; break;
+	case OPT_SAMPLER:
+		if (!strcmp(arg, "ptrace"))
+			o->sampler = SAMPLER_PTRACE;
+		else if (!strcmp(arg, "perf"))
+			o->sampler = SAMPLER_PERF;
+		else if (!strcmp(arg, "auto"))
+			o->sampler = SAMPLER_AUTO;
+		else
+			return usage_error("unknown sampler '%s': expected ptrace, perf or auto", arg);
+		break;
 	case 'v': o->verbose++; break;
 	case 'h': cli_help(o->cmd); return 1;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
@@ -394,6 +409,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
+	if (o->sampler == SAMPLER_PERF && (o->blocking || o->nonblocking || o->idle || o->lua_only))
+		return usage_error("--sampler perf samples running threads with their native stack: "
+				   "not with %s", o->blocking ? "--blocking" : o->nonblocking ? "--nonblocking" :
+				   o->idle ? "--idle" : "--lua-only");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)
