@@ -130,7 +130,12 @@ static int fiber_entry(struct unwinder *u, struct mem *m, const struct native_fr
 		for (size_t k = 0; k < sizeof fiber_entries / sizeof fiber_entries[0]; k++)
 			if (!strcmp(si.name, fiber_entries[k]))
 				return 1;
-	/* a pushed entry point: looked up at pc (not pc - 1) */
+	/* a pushed entry point: pc is the first byte of a function, so pc -
+	 * 1 (where a return address is looked up) lies in the function
+	 * before it; an ordinary return address lies inside the function of
+	 * pc - 1 and costs nothing more */
+	if (ret && si.func_end > f->pc)
+		return 0;
 	if (symtab_fde_start(u->sym, f->pc, NULL) != f->pc)
 		return 0;
 	uint8_t b[8];
