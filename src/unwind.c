@@ -146,18 +146,26 @@ static int fiber_entry(struct unwinder *u, struct mem *m, const struct native_fr
  * the first fiber entry frame ends it; so does a frame whose sp leaves
  * the mapping of REGS->rsp, unless the walk went on to end cleanly
  * (WHOLE: a signal handler on an alternate stack returns to the thread's
- * stack that way). Sets OUT->fiber; clears OUT->truncated when the end
- * is clean. */
+ * stack that way): a fiber's base when that mapping is not the thread's
+ * own stack, a cut walk when it is. Sets OUT->fiber and clears
+ * OUT->truncated when the end is a fiber's base. */
 static void stop_at_stack_base(struct unwinder *u, const struct proc_maps *maps, struct mem *m,
 			       const struct user_regs_struct *regs, int whole, struct native_stack *out)
 {
 	const struct proc_map *sm = proc_maps_find(maps, regs->rsp);
-	int main_stack = sm && !strcmp(sm->path, "[stack]");
+	/* the thread's own stack: the main thread's [stack], or the mapping
+	 * that holds its thread pointer (glibc puts struct pthread at the
+	 * top of the stack it allocates a thread); leaving it is garbage,
+	 * not a fiber's base */
+	int own = sm && (!strcmp(sm->path, "[stack]") ||
+			 (regs->fs_base && proc_maps_find(maps, regs->fs_base) == sm));
 	for (int i = 1; i < out->n; i++) {
 		if (sm && !whole && out->f[i].sp && (out->f[i].sp < sm->start || out->f[i].sp > sm->end)) {
 			/* left the stack: frame i came from memory past its base */
 			out->n = i;
-			if (!main_stack) {
+			if (own) {
+				out->truncated = 1;
+			} else {
 				out->fiber = 1;
 				out->truncated = 0;
 			}

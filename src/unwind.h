@@ -82,7 +82,9 @@ const char *unwind_backend_name(const struct unwinder *u);
  * start of a function, not after a call), a frame of a known fiber entry
  * (make_fcontext, jump_fcontext, ontop_fcontext, __start_context,
  * coro_init), or the next frame's sp out of the leaf's stack mapping
- * when that mapping is not the main thread's [stack]. Returns frames
+ * when that mapping is not the thread's own stack (the main thread's
+ * [stack], or the mapping holding its thread pointer fs_base: glibc
+ * keeps struct pthread at the top of a thread's stack). Returns frames
  * found (>= 1 when REGS has a pc) or -LS_E_*. RESTART/ARG: see
  * unwind_restart_fn. */
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
