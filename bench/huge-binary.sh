@@ -14,7 +14,8 @@
 # -B: only build (when not cached) and print the binary's path
 # (tests/host-huge-binary.test). The binary runs `puc_static SECS`.
 #
-# Defaults: 200000 functions, 100 MiB code, 16 MiB data, Lua 5.3, 5 runs, DIR
+# Needs cc, liblua5.X-dev (the .a), and for the measurement strace and
+# GNU time (/usr/bin/time). Defaults: 200000 functions, 100 MiB code, 16 MiB data, Lua 5.3, 5 runs, DIR
 # /tmp/luaspy-huge. LUASPY (default ./luaspy) is the binary measured.
 # Output: the binary's size, then per run the wall time of one dump and
 # its process_vm_readv count.
@@ -58,8 +59,9 @@ __attribute__((constructor)) static void huge_fill(void)
 }
 EOC
 	# shellcheck disable=SC2046
-	cc -O1 -g $(pkg-config --cflags "lua$lv") -o "$exe" "$top/tests/targets/puc_static.c" "$dir/huge.s" "$dir/huge_data.c" \
+	cc -O1 -g $(pkg-config --cflags "lua$lv") -o "$exe.tmp" "$top/tests/targets/puc_static.c" "$dir/huge.s" "$dir/huge_data.c" \
 		"/usr/lib/x86_64-linux-gnu/liblua$lv.a" -lm -ldl >&2
+	mv "$exe.tmp" "$exe"
 	rm -f "$dir/huge.s"
 	echo "built $exe in $(($(date +%s) - t0)) s" >&2
 fi
