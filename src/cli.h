@@ -32,6 +32,8 @@ struct cli_opts {
 	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
+	const char *core;          /* dump --core FILE: a core file instead of a pid */
+	const char *exe;           /* dump --exe FILE: the executable the core ran */
 };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options

@@ -1,0 +1,103 @@
+/* cmd_dump_core.c: `luaspy dump --core`: opening a core file, its threads
+ * and its header lines (cmd_dump_core.h). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cmd_dump_core.h"
+#include "err.h"
+#include "msg.h"
+#include "out.h"
+#include "proc_core.h"
+
+int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
+{
+	char why[512];
+	why[0] = 0;
+	int rc = target_open_core(o->core, o->exe, o->native_only ? 0 : 1, t, vmrc, why, sizeof why);
+	if (rc < 0) {
+		const char *hint = err_hint(rc);
+		msg_error("core %s: %s%s%s%s%s", o->core, err_text(rc), why[0] ? ": " : "", why,
+			  hint ? "; " : "", hint ? hint : "");
+		return err_exit_code(rc);
+	}
+	const struct proc_core *c = (*t)->core;
+	o->pid = c->pid;
+	for (int i = 0; i < c->nwarn; i++)
+		msg_error("core %s: %s", o->core, c->warn[i]);
+	if (!o->native_only && *vmrc == -LS_E_UNSUPPORTED)
+		msg_error("core %s: unsupported runtime: %s; showing native stacks only", o->core, why);
+	else if (!o->native_only && *vmrc < 0)
+		msg_error("core %s: not a Lua process: %s; showing native stacks only", o->core,
+			  why[0] ? why : "no Lua runtime (LuaJIT or PUC Lua 5.1-5.4) found in its memory");
+	return 0;
+}
+
+int dump_core_threads(const struct target *t, struct proc_thread **th, int *nth)
+{
+	const struct proc_core *c = t->core;
+	struct proc_thread *a = calloc((size_t)c->nth + 1, sizeof *a);
+	if (!a)
+		return -LS_E_NOMEM;
+	char state = c->sname >= 'A' && c->sname <= 'z' ? c->sname : 'T';
+	for (int i = 0; i < c->nth; i++) {
+		a[i].tid = c->th[i].tid;
+		a[i].state = state;
+		a[i].cpu = -1;
+		if (c->th[i].tid == c->pid)
+			snprintf(a[i].name, sizeof a[i].name, "%s", c->fname);
+	}
+	*th = a;
+	*nth = c->nth;
+	return 0;
+}
+
+void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
+{
+	const struct proc_core *c = t->core;
+	const char *sig = c->signo > 0 && c->signo < NSIG ? sigabbrev_np(c->signo) : NULL;
+	int nmiss = 0;
+	for (int i = 0; i < c->nfiles; i++)
+		nmiss += c->files[i].state >= CORE_FILE_MISSING;
+	if (o->json) {
+		fputs(",\"core\":{\"file\":", f);
+		out_put_json(f, o->core);
+		if (c->signo > 0)
+			fprintf(f, ",\"signal\":%d,\"signal_name\":\"SIG%s\",\"signal_thread\":%d", c->signo,
+				sig ? sig : "?", (int)c->th[0].tid);
+		fputs(",\"missing_files\":[", f);
+		for (int i = 0, k = 0; i < c->nfiles; i++) {
+			if (c->files[i].state < CORE_FILE_MISSING)
+				continue;
+			fputs(k++ ? "," : "", f);
+			fputs("{\"path\":", f);
+			out_put_json(f, c->files[i].path);
+			fprintf(f, ",\"reason\":\"%s\"}",
+				c->files[i].state == CORE_FILE_MISSING ? "not found" : "another build");
+		}
+		fputs("]}", f);
+		return;
+	}
+	char file[512];
+	snprintf(file, sizeof file, "%s", o->core);
+	for (char *p = file; *p; p++)
+		if ((unsigned char)*p < 32)
+			*p = '?';
+	fprintf(f, "Core: %s", file);
+	if (c->signo > 0)
+		fprintf(f, "; thread %d got signal %d (SIG%s)", (int)c->th[0].tid, c->signo, sig ? sig : "?");
+	fputc('\n', f);
+	for (int i = 0; i < c->nfiles; i++)
+		if (c->files[i].state >= CORE_FILE_MISSING) {
+			snprintf(file, sizeof file, "%s", c->files[i].path);
+			for (char *p = file; *p; p++)
+				if ((unsigned char)*p < 32)
+					*p = '?';
+			fprintf(f, "Missing: %s (%s: code the core does not hold is unknown)\n", file,
+				c->files[i].state == CORE_FILE_MISSING ? "not found" : "another build on disk");
+		}
+}
+
+int dump_core_status(const struct cli_opts *o, const struct target *t)
+{
+	return !o->native_only && !t->vm ? err_exit_code(LS_E_NOTLUA) : 0;
+}
