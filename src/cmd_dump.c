@@ -186,14 +186,16 @@ int cmd_dump(struct cli_opts *o)
 			fputs(",\"vm\":", f);
 			fputs(vmjson, f);
 		}
+		if (t->core)
+			dump_core_header(f, o, t);
 		fputs(",\"threads\":[", f);
 	} else {
 		fprintf(f, "Process %d: %s\n", (int)o->pid, t->cmdline);
 		if (desc)
 			fprintf(f, "Runtime: %s\n", desc);
+		if (t->core)
+			dump_core_header(f, o, t);
 	}
-	if (t->core)
-		dump_core_header(f, o, t);
 	struct thread_snap ts;
 	memset(&ts, 0, sizeof ts);
 	struct stack st = { 0 };

@@ -24,6 +24,14 @@ int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
 	o->pid = c->pid;
 	for (int i = 0; i < c->nwarn; i++)
 		msg_error("core %s: %s", o->core, c->warn[i]);
+	const struct core_file *x = c->exe ? proc_core_file(c, c->exe) : NULL;
+	if (x && x->state >= CORE_FILE_MISSING) {
+		/* without it no symbols, no code: say that first, and alone */
+		msg_error("core %s: %s: %s %s; %s", o->core, err_text(LS_E_NOEXE), x->path,
+			  x->state == CORE_FILE_MISSING ? "not found" : "is another build on disk",
+			  err_hint(LS_E_NOEXE));
+		return 0;
+	}
 	if (!o->native_only && *vmrc == -LS_E_UNSUPPORTED)
 		msg_error("core %s: unsupported runtime: %s; showing native stacks only", o->core, why);
 	else if (!o->native_only && *vmrc < 0)
@@ -99,5 +107,10 @@ void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
 
 int dump_core_status(const struct cli_opts *o, const struct target *t)
 {
-	return !o->native_only && !t->vm ? err_exit_code(LS_E_NOTLUA) : 0;
+	const struct proc_core *c = t->core;
+	const struct core_file *x = c->exe ? proc_core_file(c, c->exe) : NULL;
+	if (o->native_only || t->vm)
+		return 0;
+	/* no Lua found: because the executable was missing, or none ran */
+	return err_exit_code(x && x->state >= CORE_FILE_MISSING ? LS_E_NOEXE : LS_E_NOTLUA);
 }

@@ -12,8 +12,9 @@
 
 /* Open O->core (with O->exe) as *T, probing for a Lua VM unless
  * --native-only; set O->pid to the core's pid. Prints one line per
- * problem the core has (cut, overlapping, files missing on disk) and,
- * when no Lua runtime is found, says so. Returns 0, or the exit status
+ * problem the core has (cut, overlapping, files missing on disk); an
+ * executable missing on disk is said alone, else a Lua runtime not
+ * found. Returns 0, or the exit status
  * after printing why the core can't be read (not a core: 8, ...). */
 int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc);
 
@@ -28,8 +29,9 @@ int dump_core_threads(const struct target *t, struct proc_thread **th, int *nth)
 void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t);
 
 /* Exit status of a dump of core target T that printed its stacks: 0,
- * or 5 (not a Lua process) when no Lua runtime was found and the user
- * did not ask for native stacks only. */
+ * or, when no Lua runtime was found (and not --native-only), 8 when the
+ * executable was missing on disk (said by dump_core_open()), else 5
+ * (not a Lua process). */
 int dump_core_status(const struct cli_opts *o, const struct target *t);
 
 #endif

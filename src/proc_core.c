@@ -477,7 +477,8 @@ static int check_files(struct proc_core *c, const char *exe, char *why, size_t w
 		}
 		/* only ELF files matter: a data file mapped (locale archive) is
 		 * never read for code */
-		if (f->state >= CORE_FILE_MISSING && wl) {
+		/* the executable is said apart (cmd_dump_core.c) */
+		if (f->state >= CORE_FILE_MISSING && wl && f->path != c->exe) {
 			if (f->state == CORE_FILE_MISSING)
 				missing++;
 			else
