@@ -499,6 +499,8 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	GElf_Addr mbias = 0;
 	if (dwfl_module_getelf(mod, &mbias))
 		out->bias = mbias;
+	else if (s->src && s->src->bias_of && mname)
+		out->bias = s->src->bias_of(s->src->arg, mname); /* a core's file not on disk */
 	GElf_Off off = 0;
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);

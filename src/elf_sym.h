@@ -50,6 +50,9 @@ struct symtab_source {
 	 * ELF, no symbols, no CFI. */
 	int (*open_file)(void *arg, const char *path, const char **open_path);
 	void *arg;
+	/* The load bias of the file mapped from PATH when it has no ELF
+	 * (missing): module offsets stay ELF addresses. */
+	uint64_t (*bias_of)(void *arg, const char *path);
 	const uint8_t *vdso;            /* the vDSO image, or NULL; must outlive the symtab */
 	size_t vdso_len;
 };

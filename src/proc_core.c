@@ -110,6 +110,12 @@ int proc_core_open_file(const struct proc_core *c, const char *path, const char 
 	return fcntl(f->fd, F_DUPFD_CLOEXEC, 3);
 }
 
+uint64_t proc_core_file_bias(const struct proc_core *c, const char *path)
+{
+	const struct core_file *f = proc_core_file(c, path);
+	return f ? f->bias : 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* The reader */
 
@@ -359,17 +365,27 @@ static int parse_notes(struct proc_core *c, Elf *elf, const GElf_Phdr *ph, uint6
  * core holds it: kernel and gcore dump the first page of every ELF file
  * mapping). Reads the core only (files are not open yet). Returns its
  * length (<= BUILD_ID_MAX) or 0. */
-static size_t core_build_id(struct proc_core *c, uint64_t start, uint8_t *id)
+static size_t core_build_id(struct proc_core *c, uint64_t start, uint8_t *id, uint64_t *bias)
 {
 	Elf64_Ehdr eh;
 	if (mem_read(&c->base, start, &eh, sizeof eh) < 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    eh.e_phnum > 64 || eh.e_phoff > 65536)
 		return 0;
+	uint64_t low = UINT64_MAX;
+	size_t found = 0;
 	for (int i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
 		if (mem_read(&c->base, start + eh.e_phoff + (uint64_t)i * sizeof ph, &ph, sizeof ph) < 0)
-			return 0;
+			return found;
+		if (ph.p_type == PT_LOAD && ph.p_vaddr < low) {
+			low = ph.p_vaddr;
+			/* a shared object or PIE is loaded at START - its lowest
+			 * segment's page; an ET_EXEC where it says */
+			*bias = eh.e_type == ET_DYN ? start - (low & ~4095ull) : 0;
+		}
+		if (found)
+			continue;
 		if (ph.p_type != PT_NOTE || ph.p_filesz > 4096 || ph.p_offset > (1u << 20))
 			continue;
 		uint8_t nb[4096];
@@ -386,12 +402,13 @@ static size_t core_build_id(struct proc_core *c, uint64_t start, uint8_t *id)
 			if (type == NT_GNU_BUILD_ID && nsz == 4 && !memcmp(nb + no, "GNU", 4) &&
 			    dsz > 0 && dsz <= BUILD_ID_MAX) {
 				memcpy(id, nb + dof, dsz);
-				return dsz;
+				found = dsz;
+				break;
 			}
 			o = dof + ((dsz + 3u) & ~3u);
 		}
 	}
-	return 0;
+	return found;
 }
 
 /* Open PATH and read its build-id into ID; fd (>= 0), *LEN and *SIZE,
@@ -449,7 +466,7 @@ static int check_files(struct proc_core *c, const char *exe, char *why, size_t w
 		struct core_file *f = &c->files[i];
 		uint8_t want[BUILD_ID_MAX], have[BUILD_ID_MAX];
 		uint64_t st = file_start(c, i);
-		size_t wl = st ? core_build_id(c, st, want) : 0, hl = 0;
+		size_t wl = st ? core_build_id(c, st, want, &f->bias) : 0, hl = 0;
 		int is_exe = exe && f->path == c->exe;
 		if (is_exe)
 			f->open_path = intern(exe);
@@ -644,7 +661,7 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 	c->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (c->fd < 0) {
 		int e = errno;
-		snprintf(why, whylen, "%s", strerror(e));
+		snprintf(why, whylen, "cannot open: %s", strerror(e));
 		free(c);
 		return e == ENOENT ? -LS_E_NOTCORE : err_from_errno(e);
 	}

@@ -52,6 +52,8 @@ struct core_file {
 	int fd;                           /* open on OPEN_PATH when OK/UNCHECKED, else -1 */
 	uint64_t size_bytes;              /* size of that file */
 	enum core_file_state state;
+	uint64_t bias;                    /* load bias from the ELF header the core holds
+	                                   * (target address - ELF address), 0 */
 };
 
 struct core_seg;
@@ -110,5 +112,10 @@ const struct core_file *proc_core_file(const struct proc_core *c, const char *pa
  * when it is on disk and is the build that ran (CORE_FILE_OK or
  * UNCHECKED); -1 otherwise. *OPEN_PATH gets the file's path. */
 int proc_core_open_file(const struct proc_core *c, const char *path, const char **open_path);
+
+/* The load bias of the ELF file the core maps from PATH, from the ELF
+ * header the core holds (for module offsets when the file itself is
+ * missing); 0 when not known. */
+uint64_t proc_core_file_bias(const struct proc_core *c, const char *path);
 
 #endif

@@ -52,6 +52,11 @@ static int core_open_file(void *arg, const char *path, const char **open_path)
 	return proc_core_open_file(arg, path, open_path);
 }
 
+static uint64_t core_bias_of(void *arg, const char *path)
+{
+	return proc_core_file_bias(arg, path);
+}
+
 /* The name the executable ran as: argv[0]'s basename when it is the
  * same file next to it (a symlink such as luajit -> luajit-2.1.x), as
  * elf_sym.c finds it for a live process. */
@@ -102,6 +107,7 @@ int target_open_core(const char *core, const char *exe, int probe_vm, struct tar
 	src->exe_path = c->exe;
 	src->exe_name = core_exe_name(c);
 	src->open_file = core_open_file;
+	src->bias_of = core_bias_of;
 	src->arg = c;
 	src->vdso = c->vdso;
 	src->vdso_len = c->vdso_len;
