@@ -123,6 +123,7 @@ static const struct {
 		"Keys: 1-4 sort by column, L lines/functions, R reset, P pause, ? help, Q quit.\n" },
 	[CMD_DUMP] = {
 		"Usage: luaspy dump [OPTIONS] --pid PID\n"
+		"       luaspy dump [OPTIONS] --core CORE [--exe EXE]\n"
 		"Print the current stack of every thread once.\n",
 		"" },
 };
