@@ -63,9 +63,6 @@ void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
 {
 	const struct proc_core *c = t->core;
 	const char *sig = c->signo > 0 && c->signo < NSIG ? sigabbrev_np(c->signo) : NULL;
-	int nmiss = 0;
-	for (int i = 0; i < c->nfiles; i++)
-		nmiss += c->files[i].state >= CORE_FILE_MISSING;
 	if (o->json) {
 		fputs(",\"core\":{\"file\":", f);
 		out_put_json(f, o->core);
@@ -74,7 +71,7 @@ void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
 				sig ? sig : "?", (int)c->th[0].tid);
 		fputs(",\"missing_files\":[", f);
 		for (int i = 0, k = 0; i < c->nfiles; i++) {
-			if (c->files[i].state < CORE_FILE_MISSING)
+			if (c->files[i].state < CORE_FILE_MISSING || !c->files[i].elf)
 				continue;
 			fputs(k++ ? "," : "", f);
 			fputs("{\"path\":", f);
@@ -95,7 +92,7 @@ void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
 		fprintf(f, "; thread %d got signal %d (SIG%s)", (int)c->th[0].tid, c->signo, sig ? sig : "?");
 	fputc('\n', f);
 	for (int i = 0; i < c->nfiles; i++)
-		if (c->files[i].state >= CORE_FILE_MISSING) {
+		if (c->files[i].state >= CORE_FILE_MISSING && c->files[i].elf) {
 			snprintf(file, sizeof file, "%s", c->files[i].path);
 			for (char *p = file; *p; p++)
 				if ((unsigned char)*p < 32)

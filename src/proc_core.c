@@ -365,13 +365,15 @@ static int parse_notes(struct proc_core *c, Elf *elf, const GElf_Phdr *ph, uint6
  * core holds it: kernel and gcore dump the first page of every ELF file
  * mapping). Reads the core only (files are not open yet). Returns its
  * length (<= BUILD_ID_MAX) or 0. */
-static size_t core_build_id(struct proc_core *c, uint64_t start, uint8_t *id, uint64_t *bias)
+static size_t core_build_id(struct proc_core *c, uint64_t start, uint8_t *id, uint64_t *bias,
+			    int *elf)
 {
 	Elf64_Ehdr eh;
 	if (mem_read(&c->base, start, &eh, sizeof eh) < 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    eh.e_phnum > 64 || eh.e_phoff > 65536)
 		return 0;
+	*elf = 1;
 	uint64_t low = UINT64_MAX;
 	size_t found = 0;
 	for (int i = 0; i < eh.e_phnum; i++) {
@@ -466,7 +468,7 @@ static int check_files(struct proc_core *c, const char *exe, char *why, size_t w
 		struct core_file *f = &c->files[i];
 		uint8_t want[BUILD_ID_MAX], have[BUILD_ID_MAX];
 		uint64_t st = file_start(c, i);
-		size_t wl = st ? core_build_id(c, st, want, &f->bias) : 0, hl = 0;
+		size_t wl = st ? core_build_id(c, st, want, &f->bias, &f->elf) : 0, hl = 0;
 		int is_exe = exe && f->path == c->exe;
 		if (is_exe)
 			f->open_path = intern(exe);

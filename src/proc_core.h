@@ -52,6 +52,8 @@ struct core_file {
 	int fd;                           /* open on OPEN_PATH when OK/UNCHECKED, else -1 */
 	uint64_t size_bytes;              /* size of that file */
 	enum core_file_state state;
+	int elf;                          /* the core holds an ELF header for it: code, a
+	                                   * library (a data file, /dev/zero, is not) */
 	uint64_t bias;                    /* load bias from the ELF header the core holds
 	                                   * (target address - ELF address), 0 */
 };
