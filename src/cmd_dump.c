@@ -237,6 +237,8 @@ int cmd_dump(struct cli_opts *o)
 			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
 				break;
 		}
+		if (t->core && rc == -LS_E_TORN)
+			rc = -LS_E_GARBAGE; /* a core does not run: not torn, inconsistent */
 		if (hold && sh.held) {
 			/* what the coroutine walk needs of it: registers, capture */
 			struct thread_snap *hs = &h.held[h.nheld++];
