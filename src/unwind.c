@@ -107,10 +107,13 @@ static int is_return_address(const struct proc_maps *maps, struct mem *m, uint64
 	return unwind_after_call(b);
 }
 
-/* Is PC in code the backend has no CFI for (no ELF module)? */
+/* Is PC in code the backend has no CFI for: no ELF module, or a module
+ * whose file is not there (a core's library missing on disk,
+ * docs/core-files.md)? */
 static int no_module(struct unwinder *u, uint64_t pc)
 {
-	return symtab_module_at(u->sym, pc, NULL, NULL) == NULL;
+	Elf *elf = NULL;
+	return symtab_module_at(u->sym, pc, &elf, NULL) == NULL || elf == NULL;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
