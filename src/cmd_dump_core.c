@@ -22,6 +22,15 @@ int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
 	}
 	const struct proc_core *c = (*t)->core;
 	o->pid = c->pid;
+	static const char *const state[] = { "build-id matches", "on disk (the core holds no build-id)",
+					     "not found", "another build on disk" };
+	msg_debug(1, "core %s: pid %d, %d threads, %d segments, %d file mappings, executable %s",
+		  o->core, (int)c->pid, c->nth, c->nseg, c->nfmap, c->exe ? c->exe : "unknown");
+	for (int i = 0; i < c->nfiles; i++)
+		msg_debug(1, "core: %s%s%s: %s", c->files[i].path,
+			  c->files[i].open_path != c->files[i].path ? " read from " : "",
+			  c->files[i].open_path != c->files[i].path ? c->files[i].open_path : "",
+			  state[c->files[i].state]);
 	for (int i = 0; i < c->nwarn; i++)
 		msg_error("core %s: %s", o->core, c->warn[i]);
 	const struct core_file *x = c->exe ? proc_core_file(c, c->exe) : NULL;

@@ -681,7 +681,19 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 	elf_version(EV_CURRENT);
 	elf = elf_begin(c->fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
+		/* systemd-coredump and apport keep cores compressed */
+		static const struct { const char *magic; size_t len; const char *name; } z[] = {
+			{ "\x28\xb5\x2f\xfd", 4, "zstd" }, { "\xfd" "7zXZ", 5, "xz" },
+			{ "\x04\x22\x4d\x18", 4, "lz4" }, { "\x1f\x8b", 2, "gzip" },
+		};
+		uint8_t head[8] = { 0 };
+		ssize_t hn = pread(c->fd, head, sizeof head, 0);
 		snprintf(why, whylen, "not an ELF file");
+		for (size_t i = 0; i < sizeof z / sizeof z[0]; i++)
+			if (hn >= (ssize_t)z[i].len && !memcmp(head, z[i].magic, z[i].len))
+				snprintf(why, whylen, "a %s-compressed file: decompress it first "
+					 "(coredumpctl dump -o FILE, or %s -d)", z[i].name,
+					 i == 3 ? "gzip" : z[i].name);
 		goto fail;
 	}
 	if (eh.e_type != ET_CORE) {
