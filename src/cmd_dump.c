@@ -278,7 +278,7 @@ int cmd_dump(struct cli_opts *o)
 	stack_free(&st);
 	dump_hold_free(&h);
 	free(th);
-	int status = t->core ? dump_core_status(o, t) : 0;
+	int status = t->core ? dump_core_status(o, t, vmrc) : 0;
 	target_close(t);
 	if (shown == 0)
 		return msg_err_pid(o->pid, -LS_E_EXITED);

@@ -31,6 +31,11 @@ int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
 			  c->files[i].open_path != c->files[i].path ? " read from " : "",
 			  c->files[i].open_path != c->files[i].path ? c->files[i].open_path : "",
 			  state[c->files[i].state]);
+	for (int i = 0; i < c->maps.n; i++)
+		msg_debug(2, "core: %llx-%llx %c%c%c %08llx %s", (unsigned long long)c->maps.m[i].start,
+			  (unsigned long long)c->maps.m[i].end, c->maps.m[i].perms & MAP_R ? 'r' : '-',
+			  c->maps.m[i].perms & MAP_W ? 'w' : '-', c->maps.m[i].perms & MAP_X ? 'x' : '-',
+			  (unsigned long long)c->maps.m[i].offset, c->maps.m[i].path);
 	for (int i = 0; i < c->nwarn; i++)
 		msg_error("core %s: %s", o->core, c->warn[i]);
 	const struct core_file *x = c->exe ? proc_core_file(c, c->exe) : NULL;
@@ -85,8 +90,13 @@ void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
 			fputs(k++ ? "," : "", f);
 			fputs("{\"path\":", f);
 			out_put_json(f, c->files[i].path);
-			fprintf(f, ",\"reason\":\"%s\"}",
+			fprintf(f, ",\"reason\":\"%s\"",
 				c->files[i].state == CORE_FILE_MISSING ? "not found" : "another build");
+			if (c->files[i].debug_path) {
+				fputs(",\"symbols_from\":", f);
+				out_put_json(f, c->files[i].debug_path);
+			}
+			fputc('}', f);
 		}
 		fputs("]}", f);
 		return;
@@ -106,17 +116,20 @@ void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t)
 			for (char *p = file; *p; p++)
 				if ((unsigned char)*p < 32)
 					*p = '?';
-			fprintf(f, "Missing: %s (%s: code the core does not hold is unknown)\n", file,
-				c->files[i].state == CORE_FILE_MISSING ? "not found" : "another build on disk");
+			fprintf(f, "Missing: %s (%s: code the core does not hold is unknown%s%s)\n", file,
+				c->files[i].state == CORE_FILE_MISSING ? "not found" : "another build on disk",
+				c->files[i].debug_path ? "; symbols from " : "",
+				c->files[i].debug_path ? c->files[i].debug_path : "");
 		}
 }
 
-int dump_core_status(const struct cli_opts *o, const struct target *t)
+int dump_core_status(const struct cli_opts *o, const struct target *t, int vmrc)
 {
 	const struct proc_core *c = t->core;
 	const struct core_file *x = c->exe ? proc_core_file(c, c->exe) : NULL;
 	if (o->native_only || t->vm)
 		return 0;
 	/* no Lua found: because the executable was missing, or none ran */
-	return err_exit_code(x && x->state >= CORE_FILE_MISSING ? LS_E_NOEXE : LS_E_NOTLUA);
+	return err_exit_code(x && x->state >= CORE_FILE_MISSING ? LS_E_NOEXE :
+			     vmrc == -LS_E_UNSUPPORTED ? LS_E_UNSUPPORTED : LS_E_NOTLUA);
 }

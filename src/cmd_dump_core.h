@@ -28,10 +28,11 @@ int dump_core_threads(const struct target *t, struct proc_thread **th, int *nth)
  * got signal S (NAME)", or JSON members ,"core":{...}. */
 void dump_core_header(FILE *f, const struct cli_opts *o, const struct target *t);
 
-/* Exit status of a dump of core target T that printed its stacks: 0,
- * or, when no Lua runtime was found (and not --native-only), 8 when the
- * executable was missing on disk (said by dump_core_open()), else 5
- * (not a Lua process). */
-int dump_core_status(const struct cli_opts *o, const struct target *t);
+/* Exit status of a dump of core target T that printed its stacks (VMRC
+ * what its probe said): 0, or, when no Lua runtime was found (and not
+ * --native-only), 8 when the executable was missing on disk (said by
+ * dump_core_open()), 6 for a runtime it could not read (unsupported),
+ * else 5 (not a Lua process). */
+int dump_core_status(const struct cli_opts *o, const struct target *t, int vmrc);
 
 #endif

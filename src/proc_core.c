@@ -103,6 +103,11 @@ const struct core_file *proc_core_file(const struct proc_core *c, const char *pa
 int proc_core_open_file(const struct proc_core *c, const char *path, const char **open_path)
 {
 	const struct core_file *f = proc_core_file(c, path);
+	if (f && f->fd < 0 && f->debug_path) {
+		if (open_path)
+			*open_path = f->debug_path;
+		return open(f->debug_path, O_RDONLY | O_CLOEXEC);
+	}
 	if (!f || f->fd < 0)
 		return -1;
 	if (open_path)
@@ -496,6 +501,14 @@ static int check_files(struct proc_core *c, const char *exe, char *why, size_t w
 		}
 		/* only ELF files matter: a data file mapped (locale archive) is
 		 * never read for code */
+		if (f->state >= CORE_FILE_MISSING && wl) {
+			/* its symbols may still be here: the separate debug file */
+			char dp[256], h[2 * BUILD_ID_MAX + 1];
+			hex(h, sizeof h, want, wl);
+			snprintf(dp, sizeof dp, "/usr/lib/debug/.build-id/%.2s/%s.debug", h, h + 2);
+			if (access(dp, R_OK) == 0)
+				f->debug_path = intern(dp);
+		}
 		/* the executable is said apart (cmd_dump_core.c) */
 		if (f->state >= CORE_FILE_MISSING && wl && f->path != c->exe) {
 			if (f->state == CORE_FILE_MISSING)
@@ -524,30 +537,39 @@ static unsigned seg_perms(uint32_t flags)
 }
 
 /* Permissions of the part at file offset OFF of file F, from the
- * file's own program headers (gcore does not say them): MAP_R when not
- * known. */
-static unsigned file_perms(const struct core_file *f, uint64_t off)
+ * file's own program headers, or its debug file's (the same): gcore
+ * does not say them. MAP_R when not known. */
+static unsigned file_perms(const struct core_file *f, uint64_t off, uint64_t addr)
 {
 	unsigned perms = MAP_R | MAP_P;
-	if (f->fd < 0)
+	int fd = f->fd >= 0 ? f->fd : f->debug_path ? open(f->debug_path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
 		return perms;
-	Elf *e = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	size_t n;
 	if (!e || elf_getphdrnum(e, &n) != 0) {
 		elf_end(e);
+		if (fd != f->fd)
+			close(fd);
 		return perms;
 	}
 	for (size_t i = 0; i < n && i < 256; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		uint64_t lo = ph.p_offset & ~4095ull, hi = ph.p_offset + ph.p_filesz;
-		if (off >= lo && off < hi) {
+		/* by address when the core gave the bias (a debug file's
+		 * offsets are not the original's), else by file offset */
+		uint64_t at = f->elf ? addr - f->bias : off;
+		uint64_t lo = f->elf ? ph.p_vaddr & ~4095ull : ph.p_offset & ~4095ull;
+		uint64_t hi = f->elf ? ph.p_vaddr + ph.p_memsz : ph.p_offset + ph.p_filesz;
+		if (at >= lo && at < hi) {
 			perms = seg_perms(ph.p_flags);
 			break;
 		}
 	}
 	elf_end(e);
+	if (fd != f->fd)
+		close(fd);
 	return perms;
 }
 
@@ -617,7 +639,7 @@ static int build_maps(struct proc_core *c)
 			uint64_t off = fm->offset + (cur - fm->start);
 			struct proc_map pm = { .start = cur, .end = end, .offset = off,
 					       .inode = (uint64_t)fm->file + 1,
-					       .perms = file_perms(f, off), .path = f->path };
+					       .perms = file_perms(f, off, cur), .path = f->path };
 			pm.name = base_name(pm.path);
 			if (maps_add(m, &cap, &pm) < 0)
 				return -LS_E_NOMEM;

@@ -52,6 +52,9 @@ struct core_file {
 	int fd;                           /* open on OPEN_PATH when OK/UNCHECKED, else -1 */
 	uint64_t size_bytes;              /* size of that file */
 	enum core_file_state state;
+	const char *debug_path;           /* interned: its separate debug file by build-id
+	                                   * (/usr/lib/debug/.build-id), when the file
+	                                   * is MISSING or DIFFERS: symbols, no code */
 	int elf;                          /* the core holds an ELF header for it: code, a
 	                                   * library (a data file, /dev/zero, is not) */
 	uint64_t bias;                    /* load bias from the ELF header the core holds
@@ -112,7 +115,9 @@ const struct core_file *proc_core_file(const struct proc_core *c, const char *pa
 
 /* A new descriptor on the file the core maps from PATH (for libdwfl),
  * when it is on disk and is the build that ran (CORE_FILE_OK or
- * UNCHECKED); -1 otherwise. *OPEN_PATH gets the file's path. */
+ * UNCHECKED), else on its separate debug file (debug_path: symbols
+ * only; memory is never read from it); -1 when neither. *OPEN_PATH
+ * gets the path opened. */
 int proc_core_open_file(const struct proc_core *c, const char *path, const char **open_path);
 
 /* The load bias of the ELF file the core maps from PATH, from the ELF
