@@ -475,9 +475,20 @@ static int check_files(struct proc_core *c, const char *exe, char *why, size_t w
 		uint64_t st = file_start(c, i);
 		size_t wl = st ? core_build_id(c, st, want, &f->bias, &f->elf) : 0, hl = 0;
 		int is_exe = exe && f->path == c->exe;
+		size_t pl = strlen(f->path);
+		static const char del[] = " (deleted)";
 		if (is_exe)
 			f->open_path = intern(exe);
+		else if (pl > sizeof del - 1 && !strcmp(f->path + pl - (sizeof del - 1), del))
+			/* replaced or removed since it was mapped: a file at its
+			 * path is used only when its build-id is the one */
+			f->open_path = intern_n(f->path, pl - (sizeof del - 1));
 		int fd = open_with_build_id(f->open_path, have, &hl, &f->size_bytes);
+		if (fd >= 0 && f->open_path != f->path && !is_exe && (!wl || hl != wl || memcmp(want, have, wl))) {
+			close(fd); /* unchecked or another build: not the deleted one */
+			fd = -1;
+			errno = ENOENT;
+		}
 		if (fd < 0) {
 			f->state = CORE_FILE_MISSING;
 			if (is_exe) {
