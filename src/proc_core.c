@@ -68,6 +68,20 @@ static const struct core_seg *seg_find(const struct proc_core *c, uint64_t a)
 	return NULL;
 }
 
+/* Start of the first segment above A, or END when none is below END. */
+static uint64_t seg_next(const struct proc_core *c, uint64_t a, uint64_t end)
+{
+	int lo = 0, hi = c->nseg;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (c->seg[mid].vaddr <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nseg && c->seg[lo].vaddr < end ? c->seg[lo].vaddr : end;
+}
+
 static const struct core_fmap *fmap_find(const struct proc_core *c, uint64_t a)
 {
 	int lo = 0, hi = c->nfmap - 1;
@@ -189,11 +203,8 @@ static ssize_t core_read(struct mem *base, uint64_t addr, void *buf, size_t len)
 		} else {
 			/* gcore leaves file-backed text out of the segments */
 			const struct core_fmap *fm = fmap_find(c, a);
-			uint64_t end = fm ? fm->end : a;
 			/* never past the start of the next segment */
-			for (int i = 0; i < c->nseg; i++)
-				if (c->seg[i].vaddr > a && c->seg[i].vaddr < end)
-					end = c->seg[i].vaddr;
+			uint64_t end = seg_next(c, a, fm ? fm->end : a);
 			n = fm ? read_from_file(c, a, (char *)buf + got, want, end) : 0;
 		}
 		if (n <= 0)
@@ -269,11 +280,15 @@ static void parse_auxv(struct proc_core *c, const uint8_t *d, size_t len, uint64
 	}
 }
 
+/* Index of PATH (interned) in C->files, added when new; -1 when out of
+ * memory, -2 past CORE_MAX_PATHS distinct paths. */
 static int file_index(struct proc_core *c, const char *path)
 {
 	for (int i = c->nfiles; i-- > 0;)
 		if (c->files[i].path == path)
 			return i;
+	if (c->nfiles >= CORE_MAX_PATHS)
+		return -2;
 	struct core_file *nf = realloc(c->files, ((size_t)c->nfiles + 1) * sizeof *nf);
 	if (!nf)
 		return -1;
@@ -312,7 +327,7 @@ static int parse_nt_file(struct proc_core *c, const uint8_t *d, size_t len)
 	if (!c->fmap)
 		return -LS_E_NOMEM;
 	const char *names = (const char *)d + 16 + count * 24, *end = (const char *)d + len;
-	int n = 0;
+	int n = 0, cut = 0;
 	for (uint64_t i = 0; i < count && names < end; i++) {
 		const char *z = memchr(names, 0, (size_t)(end - names));
 		size_t nl = z ? (size_t)(z - names) : (size_t)(end - names);
@@ -324,7 +339,14 @@ static int parse_nt_file(struct proc_core *c, const uint8_t *d, size_t len)
 		names += nl + 1;
 		if (e <= s || nl == 0 || pg > UINT64_MAX / page)
 			continue;
-		int fi = file_index(c, intern_n(name, nl));
+		/* the mappings of one file come one after the other */
+		const char *ip = intern_n(name, nl);
+		int fi = n && c->files[c->fmap[n - 1].file].path == ip ? c->fmap[n - 1].file : file_index(c, ip);
+		if (fi == -2) {
+			if (!cut++)
+				warnf(c, "more than %d mapped files: the rest are ignored", CORE_MAX_PATHS);
+			continue;
+		}
 		if (fi < 0)
 			return -LS_E_NOMEM;
 		c->fmap[n++] = (struct core_fmap){ s, e, pg * page, fi };
@@ -643,10 +665,7 @@ static int build_maps(struct proc_core *c)
 				cur = s->vaddr + s->memsz;
 				continue;
 			}
-			uint64_t end = fm->end;
-			for (int k = 0; k < c->nseg; k++)
-				if (c->seg[k].vaddr > cur && c->seg[k].vaddr < end)
-					end = c->seg[k].vaddr;
+			uint64_t end = seg_next(c, cur, fm->end);
 			uint64_t off = fm->offset + (cur - fm->start);
 			struct proc_map pm = { .start = cur, .end = end, .offset = off,
 					       .inode = (uint64_t)fm->file + 1,

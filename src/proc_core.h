@@ -28,6 +28,7 @@
 
 #define CORE_MAX_SEGS 65536      /* PT_LOAD segments kept */
 #define CORE_MAX_FILES 65536     /* NT_FILE entries kept */
+#define CORE_MAX_PATHS 4096      /* distinct files among them */
 #define CORE_MAX_THREADS 4096    /* NT_PRSTATUS notes kept */
 #define CORE_MAX_WARN 8          /* problems kept for the user */
 
