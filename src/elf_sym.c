@@ -206,7 +206,8 @@ static int report_source(struct symtab *s)
 	struct proc_map *copy = malloc(((size_t)m->n + 1) * sizeof *copy);
 	if (!copy)
 		return -LS_E_NOMEM;
-	memcpy(copy, m->m, (size_t)m->n * sizeof *copy);
+	if (m->n)
+		memcpy(copy, m->m, (size_t)m->n * sizeof *copy);
 	proc_maps_free(&s->maps);
 	s->maps.m = copy;
 	s->maps.n = m->n;

@@ -120,7 +120,7 @@ int proc_core_open_file(const struct proc_core *c, const char *path, const char 
 	if (f && f->fd < 0 && f->debug_path) {
 		if (open_path)
 			*open_path = f->debug_path;
-		return open(f->debug_path, O_RDONLY | O_CLOEXEC);
+		return open(f->debug_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	}
 	if (!f || f->fd < 0)
 		return -1;
@@ -444,7 +444,8 @@ static size_t core_build_id(struct proc_core *c, uint64_t start, uint8_t *id, ui
  * or -1 with errno. */
 static int open_with_build_id(const char *path, uint8_t *id, size_t *len, uint64_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a path the core names may be a FIFO now */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -575,7 +576,7 @@ static unsigned seg_perms(uint32_t flags)
 static unsigned file_perms(const struct core_file *f, uint64_t off, uint64_t addr)
 {
 	unsigned perms = MAP_R | MAP_P;
-	int fd = f->fd >= 0 ? f->fd : f->debug_path ? open(f->debug_path, O_RDONLY | O_CLOEXEC) : -1;
+	int fd = f->fd >= 0 ? f->fd : f->debug_path ? open(f->debug_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;
 	if (fd < 0)
 		return perms;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -676,7 +677,8 @@ static int build_maps(struct proc_core *c)
 			cur = end;
 		}
 	}
-	qsort(m->m, (size_t)m->n, sizeof *m->m, map_cmp);
+	if (m->n)
+		qsort(m->m, (size_t)m->n, sizeof *m->m, map_cmp);
 	/* NT_FILE ranges that overlap each other (a bogus note): keep the first */
 	int k = 0;
 	for (int i = 0; i < m->n; i++) {
@@ -712,7 +714,7 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 	if (!c)
 		return -LS_E_NOMEM;
 	c->base.read = core_read;
-	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait */
 	if (c->fd < 0) {
 		int e = errno;
 		snprintf(why, whylen, "cannot open: %s", strerror(e));
