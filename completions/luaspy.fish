@@ -35,3 +35,5 @@ complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds 
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l json -d 'one JSON object'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l all-coroutines -d 'also list every coroutine'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l native-only -d 'native frames only'
+complete -c luaspy -n "__fish_seen_subcommand_from dump" -l core -r -F -d 'read a core file'
+complete -c luaspy -n "__fish_seen_subcommand_from dump" -l exe -r -F -d 'executable of the core'

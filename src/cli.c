@@ -20,7 +20,7 @@
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
-	OPT_SAMPLER
+	OPT_SAMPLER, OPT_CORE, OPT_EXE
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -99,6 +99,12 @@ static const struct cli_option {
 	  "ptrace (default): stop each thread for its sample;\n"
 	  "perf: the kernel copies registers and stack (perf events,\n"
 	  "no stop); auto: perf where allowed, else ptrace" },
+	{ "core", 0, OPT_CORE, "FILE", D, GRP_TARGET,
+	  "read the process from the core file FILE (kernel or gcore)\n"
+	  "instead of --pid" },
+	{ "exe", 0, OPT_EXE, "FILE", D, GRP_TARGET,
+	  "with --core: the executable that ran (default: the path\n"
+	  "the core names, used when its build-id matches)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -121,6 +127,7 @@ static const struct {
 		"Keys: 1-4 sort by column, L lines/functions, R reset, P pause, ? help, Q quit.\n" },
 	[CMD_DUMP] = {
 		"Usage: luaspy dump [OPTIONS] --pid PID\n"
+		"       luaspy dump [OPTIONS] --core CORE [--exe EXE]\n"
 		"Print the current stack of every thread once.\n",
 		"" },
 };
@@ -319,6 +326,8 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		break;
 	case 'v': o->verbose++; break;
 	case 'h': cli_help(o->cmd); return 1;
+	case OPT_CORE: o->core = arg; break;
+	case OPT_EXE: o->exe = arg; break;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
 	}
 	return 0;
@@ -397,9 +406,13 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		}
 		o->argv = &argv[optind];
 	}
+	if (o->core && (o->pid || o->argv))
+		return usage_error("%s", "give either --core or --pid, not both");
+	if (o->exe && !o->core)
+		return usage_error("%s", "--exe needs --core");
 	if (o->pid && o->argv)
 		return usage_error("%s", "give either --pid or a command after '--', not both");
-	if (!o->pid && !o->argv)
+	if (!o->pid && !o->argv && !o->core)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");

@@ -33,6 +33,8 @@ struct cli_opts {
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
 	int sampler;               /* --sampler: SAMPLER_* (default SAMPLER_PTRACE) */
+	const char *core;          /* dump --core FILE: a core file instead of a pid */
+	const char *exe;           /* dump --exe FILE: the executable the core ran */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

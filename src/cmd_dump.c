@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "cmd_dump_core.h"
 #include "err.h"
 #include "msg.h"
 #include "out_dump.h"
@@ -127,7 +128,7 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 	} else if (n >= 0 && cut) {
 		fprintf(f, "<coroutine list cut: %s>\n", cut);
 	}
-	for (int i = 0; i < nth; i++)
+	for (int i = 0; i < nth && !t->core; i++)
 		if (h->states[i] != '?' && h->stoprc[i] == 0)
 			ptrace_release(&h->stops[i]);
 	if (n < 0)
@@ -139,12 +140,16 @@ int cmd_dump(struct cli_opts *o)
 	struct target *t;
 	int vmrc;
 	char why[512];
-	int rc = target_open(o->pid, !o->native_only, &t, &vmrc, why, sizeof why);
-	if (rc < 0)
+	int rc;
+	if (o->core) { /* a core file: dump_core_open() says what it lacks */
+		if ((rc = dump_core_open(o, &t, &vmrc)) != 0)
+			return rc;
+	} else if ((rc = target_open(o->pid, !o->native_only, &t, &vmrc, why, sizeof why)) < 0) {
 		return msg_err_pid(o->pid, rc);
-	if (vmrc == -LS_E_UNSUPPORTED)
+	}
+	if (!t->core && vmrc == -LS_E_UNSUPPORTED)
 		msg_error("pid %d: unsupported runtime: %s; showing native stacks only", (int)o->pid, why);
-	else if (vmrc < 0)
+	else if (!t->core && vmrc < 0)
 		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)o->pid);
 
 	struct sampler_opts so;
@@ -157,7 +162,7 @@ int cmd_dump(struct cli_opts *o)
 
 	struct proc_thread *th;
 	int nth;
-	rc = proc_threads(o->pid, &th, &nth);
+	rc = t->core ? dump_core_threads(t, &th, &nth) : proc_threads(o->pid, &th, &nth);
 	if (rc < 0) {
 		target_close(t);
 		return msg_err_pid(o->pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
@@ -181,11 +186,15 @@ int cmd_dump(struct cli_opts *o)
 			fputs(",\"vm\":", f);
 			fputs(vmjson, f);
 		}
+		if (t->core)
+			dump_core_header(f, o, t);
 		fputs(",\"threads\":[", f);
 	} else {
 		fprintf(f, "Process %d: %s\n", (int)o->pid, t->cmdline);
 		if (desc)
 			fprintf(f, "Runtime: %s\n", desc);
+		if (t->core)
+			dump_core_header(f, o, t);
 	}
 	struct thread_snap ts;
 	memset(&ts, 0, sizeof ts);
@@ -205,8 +214,8 @@ int cmd_dump(struct cli_opts *o)
 	char *states = h.states;
 	int *stoprc = h.stoprc;
 	for (int i = 0; i < nth; i++) {
-		states[i] = proc_thread_state(o->pid, th[i].tid);
-		if (hold && states[i] != '?')
+		states[i] = t->core ? th[i].state : proc_thread_state(o->pid, th[i].tid);
+		if (hold && states[i] != '?' && !t->core)
 			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &h.stops[i]);
 	}
 	for (int i = 0; i < nth; i++) {
@@ -215,7 +224,9 @@ int cmd_dump(struct cli_opts *o)
 		if (state == '?')
 			continue; /* gone since listing */
 		struct sampler_opts sh = so;
-		sh.held = hold && stoprc[i] == 0;
+		sh.held = (hold && stoprc[i] == 0) || t->core;
+		if (t->core) /* no stop: the registers the core holds */
+			sh.regs = &t->core->th[i].regs;
 		memset(&info, 0, sizeof info);
 		stack_clear(&st);
 		rc = hold ? stoprc[i] : 0;
@@ -226,7 +237,9 @@ int cmd_dump(struct cli_opts *o)
 			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
 				break;
 		}
-		if (sh.held) {
+		if (t->core && rc == -LS_E_TORN)
+			rc = -LS_E_GARBAGE; /* a core does not run: not torn, inconsistent */
+		if (hold && sh.held) {
 			/* what the coroutine walk needs of it: registers, capture */
 			struct thread_snap *hs = &h.held[h.nheld++];
 			hs->tid = ts.tid;
@@ -265,8 +278,9 @@ int cmd_dump(struct cli_opts *o)
 	stack_free(&st);
 	dump_hold_free(&h);
 	free(th);
+	int status = t->core ? dump_core_status(o, t, vmrc) : 0;
 	target_close(t);
 	if (shown == 0)
 		return msg_err_pid(o->pid, -LS_E_EXITED);
-	return 0;
+	return status;
 }

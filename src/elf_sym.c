@@ -41,6 +41,7 @@ struct symtab {
 	size_t nnames, capnames;
 	struct htab names_ix;
 	int names_built;
+	const struct symtab_source *src; /* a process not running (core file), or NULL */
 };
 
 
@@ -51,6 +52,20 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
 		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
 	struct symtab *s = *userdata; /* set by report(); libdwfl opens files lazily */
+	if (s && s->src) {
+		/* a core: only the files that are the builds that ran, the
+		 * vDSO from the core's copy */
+		const char *op = NULL;
+		*elfp = NULL;
+		if (modname && !strcmp(modname, "[vdso]") && s->src->vdso) {
+			*elfp = elf_memory((char *)s->src->vdso, s->src->vdso_len);
+			return -1;
+		}
+		int fd = modname ? s->src->open_file(s->src->arg, modname, &op) : -1;
+		if (fd >= 0)
+			*file_name = strdup(op ? op : modname);
+		return fd;
+	}
 	if (modname && modname[0] == '/' && s) {
 		char path[4096];
 		snprintf(path, sizeof path, "/proc/%d/root%s", (int)s->pid, modname);
@@ -193,8 +208,46 @@ static const char *module_name(const struct symtab *s, const char *mname)
 	return d ? intern_n(b, (size_t)(d - b)) : intern(b);
 }
 
+/* A core's modules: one per run of mappings of one file, the vDSO. */
+static int report_source(struct symtab *s)
+{
+	const struct proc_maps *m = s->src->maps;
+	struct proc_map *copy = malloc(((size_t)m->n + 1) * sizeof *copy);
+	if (!copy)
+		return -LS_E_NOMEM;
+	if (m->n)
+		memcpy(copy, m->m, (size_t)m->n * sizeof *copy);
+	proc_maps_free(&s->maps);
+	s->maps.m = copy;
+	s->maps.n = m->n;
+	dwfl_report_begin(s->dwfl);
+	for (int i = 0; i < m->n;) {
+		const struct proc_map *pm = &m->m[i];
+		int j = i + 1;
+		uint64_t end = pm->end;
+		if (proc_map_is_file(pm))
+			while (j < m->n && m->m[j].path == pm->path && m->m[j].start >= end) {
+				end = m->m[j].end;
+				j++;
+			}
+		if ((proc_map_is_file(pm) && pm->offset == 0) || !strcmp(pm->path, "[vdso]"))
+			dwfl_report_module(s->dwfl, pm->path, pm->start, end);
+		i = j;
+	}
+	int erc = dwfl_report_end(s->dwfl, NULL, NULL);
+	dwfl_getmodules(s->dwfl, set_userdata, s, 0);
+	if (erc != 0)
+		return -LS_E_IO;
+	s->exe_path = s->src->exe_path;
+	s->exe_name = s->src->exe_name;
+	memset(s->cache, 0, sizeof(struct cache_ent) << CACHE_BITS);
+	return 0;
+}
+
 static int report(struct symtab *s)
 {
+	if (s->src)
+		return report_source(s);
 	int mrc = proc_maps_read(s->pid, &s->maps);
 	if (mrc < 0)
 		return mrc;
@@ -209,7 +262,19 @@ static int report(struct symtab *s)
 	return 0;
 }
 
+static int symtab_open_any(pid_t pid, const struct symtab_source *src, struct symtab **out);
+
 int symtab_open(pid_t pid, struct symtab **out)
+{
+	return symtab_open_any(pid, NULL, out);
+}
+
+int symtab_open_source(const struct symtab_source *src, struct symtab **out)
+{
+	return symtab_open_any(src->pid, src, out);
+}
+
+static int symtab_open_any(pid_t pid, const struct symtab_source *src, struct symtab **out)
 {
 	struct symtab *s = calloc(1, sizeof *s);
 	if (!s)
@@ -221,6 +286,7 @@ int symtab_open(pid_t pid, struct symtab **out)
 		return -LS_E_NOMEM;
 	}
 	s->pid = pid;
+	s->src = src;
 	s->cb.find_elf = find_elf;
 	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
 	s->cb.debuginfo_path = &s->debuginfo_path;
@@ -445,6 +511,8 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	GElf_Addr mbias = 0;
 	if (dwfl_module_getelf(mod, &mbias))
 		out->bias = mbias;
+	else if (s->src && s->src->bias_of && mname)
+		out->bias = s->src->bias_of(s->src->arg, mname); /* a core's file not on disk */
 	GElf_Off off = 0;
 	GElf_Sym sym;
 	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);

@@ -37,6 +37,30 @@ struct sym_info {
 int symtab_open(pid_t pid, struct symtab **out);
 void symtab_close(struct symtab *s);
 
+/* A process that is not running (a core file, proc_core.h): its
+ * mappings and how to open its files, instead of /proc. */
+struct symtab_source {
+	pid_t pid;
+	const struct proc_maps *maps;   /* copied by symtab_open_source() */
+	const char *exe_path;           /* interned executable path as in MAPS, or NULL */
+	const char *exe_name;           /* interned name it ran as, or NULL (basename) */
+	/* A new descriptor on the file mapped from PATH (consumed by
+	 * libdwfl), *OPEN_PATH the name it was opened by; -1 when the file
+	 * is not usable (missing, another build): the module then has no
+	 * ELF, no symbols, no CFI. */
+	int (*open_file)(void *arg, const char *path, const char **open_path);
+	void *arg;
+	/* The load bias of the file mapped from PATH when it has no ELF
+	 * (missing): module offsets stay ELF addresses. */
+	uint64_t (*bias_of)(void *arg, const char *path);
+	const uint8_t *vdso;            /* the vDSO image, or NULL; must outlive the symtab */
+	size_t vdso_len;
+};
+
+/* Open the modules SRC describes (SRC must outlive *OUT). 0 and *OUT,
+ * or -LS_E_*. symtab_refresh() reports them again. */
+int symtab_open_source(const struct symtab_source *src, struct symtab **out);
+
 /* Re-read the module list when the maps changed (dlopen). Rate-limited by
  * the caller. Returns 0 or -LS_E_*. */
 int symtab_refresh(struct symtab *s);

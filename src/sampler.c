@@ -131,7 +131,10 @@ static int stop_window(void *arg)
 	if (rc < 0)
 		return rc;
 	uint64_t t0 = st.stop_ns;
-	rc = ptrace_getregs(j->tid, &ts->regs);
+	if (j->o->regs)
+		ts->regs = *j->o->regs;
+	else
+		rc = ptrace_getregs(j->tid, &ts->regs);
 	if (rc == 0)
 		rc = copy_stack(t, j->o, ts);
 	if (rc == 0) {

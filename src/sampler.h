@@ -21,6 +21,8 @@ struct sampler_opts {
 	int walk_stopped;        /* unwind + walk before resuming (consistent; dump) */
 	int held;                /* the caller holds the thread stopped (ptrace_stop)
 	                          * and releases it: no stop, no release here */
+	const struct user_regs_struct *regs; /* the thread's registers as given (a core
+	                          * file, with held): no ptrace at all */
 	size_t stack_copy_bytes; /* bytes of C stack copied while stopped */
 	uint64_t stop_timeout_ns;/* give up waiting for a stop after this */
 };

@@ -1,7 +1,13 @@
 /* target.c: opening, refreshing and closing a target process. */
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include "elf_sym.h"
 #include "err.h"
+#include "intern.h"
+#include "proc_core.h"
 #include "proc_maps.h"
 #include "proc_task.h"
 #include "sampler_perf.h"
@@ -35,6 +41,91 @@ int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *w
 	return 0;
 }
 
+/* T->mem.base reads the core: the one reader every module uses */
+static ssize_t core_mem_read(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	struct target *t = (struct target *)((char *)m - offsetof(struct target, mem.base));
+	return t->core->base.read(&t->core->base, addr, buf, len);
+}
+
+static int core_open_file(void *arg, const char *path, const char **open_path)
+{
+	return proc_core_open_file(arg, path, open_path);
+}
+
+static uint64_t core_bias_of(void *arg, const char *path)
+{
+	return proc_core_file_bias(arg, path);
+}
+
+/* The name the executable ran as: argv[0]'s basename when it is the
+ * same file next to it (a symlink such as luajit -> luajit-2.1.x), as
+ * elf_sym.c finds it for a live process. */
+static const char *core_exe_name(const struct proc_core *c)
+{
+	const struct core_file *f = c->exe ? proc_core_file(c, c->exe) : NULL;
+	if (!f || f->fd < 0)
+		return NULL;
+	char a0[96];
+	size_t n = strcspn(c->psargs, " ");
+	snprintf(a0, sizeof a0, "%.*s", (int)n, c->psargs);
+	const char *b = strrchr(a0, '/') ? strrchr(a0, '/') + 1 : a0;
+	const char *sl = strrchr(f->open_path, '/');
+	if (!b[0] || !sl || !strcmp(b, sl + 1))
+		return NULL;
+	char path[4096];
+	struct stat a, e;
+	snprintf(path, sizeof path, "%.*s/%s", (int)(sl - f->open_path), f->open_path, b);
+	if (stat(path, &a) < 0 || fstat(f->fd, &e) < 0 || a.st_ino != e.st_ino || a.st_dev != e.st_dev)
+		return NULL;
+	return intern(b);
+}
+
+int target_open_core(const char *core, const char *exe, int probe_vm, struct target **out,
+		     int *vmrc, char *why, size_t whylen)
+{
+	struct target *t = calloc(1, sizeof *t);
+	struct symtab_source *src = calloc(1, sizeof *src);
+	if (!t || !src) {
+		free(t);
+		free(src);
+		return -LS_E_NOMEM;
+	}
+	int rc = proc_core_open(core, exe, &t->core, why, whylen);
+	if (rc < 0) {
+		free(src);
+		free(t);
+		return rc;
+	}
+	struct proc_core *c = t->core;
+	t->pid = c->pid;
+	proc_mem_init(&t->mem, c->pid);
+	t->mem.base.read = core_mem_read;
+	snprintf(t->cmdline, sizeof t->cmdline, "%s",
+		 c->cmdline[0] ? c->cmdline : c->psargs[0] ? c->psargs : c->fname);
+	src->pid = c->pid;
+	src->maps = &c->maps;
+	src->exe_path = c->exe;
+	src->exe_name = core_exe_name(c);
+	src->open_file = core_open_file;
+	src->bias_of = core_bias_of;
+	src->arg = c;
+	src->vdso = c->vdso;
+	src->vdso_len = c->vdso_len;
+	t->core_src = src;
+	rc = symtab_open_source(src, &t->sym);
+	if (rc == 0)
+		rc = unwind_open(t->sym, &t->unw);
+	if (rc < 0) {
+		snprintf(why, whylen, "%s", err_text(rc));
+		target_close(t);
+		return rc;
+	}
+	*vmrc = probe_vm ? vm_probe(t, (unsigned)probe_vm, why, whylen) : -LS_E_NOTLUA;
+	*out = t;
+	return 0;
+}
+
 void target_close(struct target *t)
 {
 	if (!t)
@@ -45,6 +136,8 @@ void target_close(struct target *t)
 	unwind_close(t->unw);
 	symtab_close(t->sym);
 	proc_mem_close(&t->mem);
+	proc_core_close(t->core);
+	free(t->core_src);
 	free(t);
 }
 
@@ -58,6 +151,8 @@ static uint64_t maps_digest(const struct proc_maps *m)
 
 int target_refresh(struct target *t)
 {
+	if (t->core)
+		return 0; /* a core does not change */
 	struct proc_maps now = { 0 };
 	int rc = proc_maps_read(t->pid, &now);
 	if (rc < 0)

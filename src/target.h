@@ -8,6 +8,8 @@
 #include <sys/types.h>
 #include "proc_mem.h"
 
+struct proc_core;
+struct symtab_source;
 struct symtab;
 struct thread_snap;
 struct unwinder;
@@ -24,6 +26,9 @@ struct target {
 	struct vm *vm;                  /* the Lua VM found, or NULL */
 	const struct vm_ops *vm_ops;
 	char cmdline[512];
+	struct proc_core *core;         /* a core file (target_open_core), or NULL: then
+	                                 * MEM reads the core and no thread is ever stopped */
+	struct symtab_source *core_src; /* what SYM knows of the core's modules */
 	/* discovery back-off (sampler.c): walks' VM_DISC_* requests pending,
 	 * when discovery last ran and how long to wait before the next */
 	unsigned disc_want;
@@ -38,6 +43,16 @@ struct target {
  * can't be profiled. No ptrace: the process is never stopped here. The
  * caller owns *OUT and frees it with target_close(). */
 int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen);
+
+/* Open the process the core file CORE holds (proc_core.h), EXE (or
+ * NULL) the executable that ran: its memory, modules (files on disk
+ * standing in for what the core did not dump when their build-id
+ * matches), unwinder and, when PROBE_VM, its Lua VM, as target_open()
+ * does for a live pid. Returns 0 with *OUT (VMRC, WHY as there) or
+ * -LS_E_* with WHY (one line) saying what is wrong with the core.
+ * T->core lists its threads and registers and what was cut (warn[]). */
+int target_open_core(const char *core, const char *exe, int probe_vm, struct target **out,
+		     int *vmrc, char *why, size_t whylen);
 
 /* Close T's perf events, VM, unwinder, modules and reader, and free T. NULL is a no-op. */
 void target_close(struct target *t);

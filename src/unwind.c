@@ -180,10 +180,16 @@ static void stop_at_stack_base(struct unwinder *u, const struct proc_maps *maps,
 	}
 }
 
-/* Is PC in code the backend has no CFI for (no ELF module)? */
-static int no_module(struct unwinder *u, uint64_t pc)
+/* Is PC in code the backend has no CFI for: no ELF module, or code that
+ * cannot be read through M (a core's library missing on disk, or known
+ * only by its separate debug file, whose .eh_frame is empty:
+ * docs/core-files.md)? */
+static int no_module(struct unwinder *u, struct mem *m, uint64_t pc)
 {
-	return symtab_module_at(u->sym, pc, NULL, NULL) == NULL;
+	Elf *elf = NULL;
+	uint8_t b;
+	return symtab_module_at(u->sym, pc, &elf, NULL) == NULL || elf == NULL ||
+	       mem_read(m, pc, &b, 1) < 0;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,
@@ -194,7 +200,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 	out->fiber = 0;
 	const struct proc_maps *maps = symtab_maps(u->sym);
 	struct user_regs_struct r = *regs;
-	int retaddr = 0, whole = 0;
+	int retaddr = 0, whole = 0, lost = 0;
 	for (int round = 0; round < 8 && out->n < UNWIND_MAX_FRAMES; round++) {
 		int start = out->n;
 		int rc = u->b->walk(u->impl, tid, &r, m, retaddr, out);
@@ -220,11 +226,11 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			break;
 		}
 		int lone_leaf = round == 0 && out->n == 1;
-		if (rc == 0 && !(lone_leaf && !no_module(u, last->pc))) {
+		if (rc == 0 && !(lone_leaf && !no_module(u, m, last->pc))) {
 			whole = 1;
 			break; /* reached the outermost frame */
 		}
-		if (!no_module(u, last->pc)) {
+		if (!no_module(u, m, last->pc)) {
 			/* A leaf the CFI does not describe: an internal subroutine of
 			 * hand-written VM code (LuaJIT's lj_vm_mod runs inside the
 			 * interpreter's frame after a call). Try it as a frameless
@@ -242,8 +248,12 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			break;
 		}
 		/* Code with no CFI (JIT traces): scan the stack upwards for a
-		 * return address to restart at (docs/sampling.md §5.3). */
+		 * return address to restart at (docs/sampling.md §5.3). In a
+		 * module whose code is missing (a core's), frames are lost on
+		 * the way: the walk is cut short, whatever it finds after. */
 		last->flags |= NF_NOCFI;
+		if (symtab_module_at(u->sym, last->pc, NULL, NULL))
+			lost = 1;
 		uint64_t sp = last->sp, found = 0, where = 0;
 		/* never past the end of the stack's mapping (a fiber stack's
 		 * base: what lies above is another object) */
@@ -269,7 +279,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 		retaddr = 1;
 	}
 	/* 8 restarts used up (or the frames) before the outermost frame */
-	if (!whole)
+	if (!whole || lost)
 		out->truncated = 1;
 	for (int i = 1; i < out->n; i++) {
 		out->f[i].flags &= ~NF_LEAF;
