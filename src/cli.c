@@ -26,6 +26,7 @@ enum {
 #define R (1u << CMD_RECORD)
 #define T (1u << CMD_TOP)
 #define D (1u << CMD_DUMP)
+#define H (1u << CMD_HEAP)
 
 /* Help groups: the OPTIONS subsections of man/luaspy.1, in their order. */
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
@@ -45,7 +46,7 @@ static const struct cli_option {
 	int group;          /* GRP_*; GRP_HIDDEN: accepted, not in help */
 	const char *help;
 } options[] = {
-	{ "pid", 'p', 'p', "PID", R | T | D, GRP_TARGET,
+	{ "pid", 'p', 'p', "PID", R | T | D | H, GRP_TARGET,
 	  "attach to the running process PID" },
 	{ "subprocesses", 's', 's', NULL, R | T, GRP_TARGET,
 	  "also profile child processes (one root frame each)" },
@@ -67,8 +68,8 @@ static const struct cli_option {
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
 	  "no torn samples, longer stops" },
-	{ "output", 'o', 'o', "FILE", R, GRP_OUTPUT,
-	  "output file (default luaspy-PID.svg)" },
+	{ "output", 'o', 'o', "FILE", R | H, GRP_OUTPUT,
+	  "output file (record: default luaspy-PID.svg; heap: stdout)" },
 	{ "format", 'f', 'f', "FORMAT", R, GRP_OUTPUT,
 	  "flamegraph, folded, speedscope or pprof\n"
 	  "(default: from the extension of FILE, else flamegraph)" },
@@ -88,16 +89,16 @@ static const struct cli_option {
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
-	{ "verbose", 'v', 'v', NULL, R | T | D, GRP_GENERAL,
+	{ "verbose", 'v', 'v', NULL, R | T | D | H, GRP_GENERAL,
 	  "say how the VM was found (repeat for more)" },
-	{ "help", 'h', 'h', NULL, R | T | D, GRP_GENERAL,
+	{ "help", 'h', 'h', NULL, R | T | D | H, GRP_GENERAL,
 	  "show this help" },
-	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
+	{ "version", 0, OPT_VERSION, NULL, R | T | D | H, GRP_HIDDEN,
 	  "show the version" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
-static const char *const cmd_names[] = { "", "record", "top", "dump" };
+static const char *const cmd_names[] = { "", "record", "top", "dump", "heap" };
 
 /* What each command's help says around its options. */
 static const struct {
@@ -117,6 +118,12 @@ static const struct {
 	[CMD_DUMP] = {
 		"Usage: luaspy dump [OPTIONS] --pid PID\n"
 		"Print the current stack of every thread once.\n",
+		"" },
+	[CMD_HEAP] = {
+		"Usage: luaspy heap [OPTIONS] --pid PID\n"
+		"Stop the process, walk every Lua object and print what the heap holds:\n"
+		"bytes by type beside the VM's own count, the largest tables with their\n"
+		"path from _G or the registry, the largest strings.\n",
 		"" },
 };
 
@@ -141,7 +148,7 @@ static void help_option(FILE *f, const struct cli_option *op)
 
 void cli_help(int cmd)
 {
-	if (cmd < CMD_RECORD || cmd > CMD_DUMP) {
+	if (cmd < CMD_RECORD || cmd > CMD_HEAP) {
 		fputs("Usage: luaspy COMMAND [OPTIONS]\n"
 		      "A sampling profiler for Lua (LuaJIT 2.1, PUC Lua 5.1-5.4) with native frames.\n\n"
 		      "Commands:\n"
@@ -149,12 +156,14 @@ void cli_help(int cmd)
 		      "            speedscope JSON or pprof\n"
 		      "  top       live view of the hottest functions\n"
 		      "  dump      print the stack of every thread once\n"
+		      "  heap      what the Lua heap holds: bytes by type, largest tables\n"
 		      "  help CMD  help for one command\n\n"
 		      "Examples:\n"
 		      "  luaspy record --pid 1234 -o profile.svg\n"
 		      "  luaspy record -o profile.svg -- luajit app.lua\n"
 		      "  luaspy top --pid 1234\n"
-		      "  luaspy dump --pid 1234\n\n"
+		      "  luaspy dump --pid 1234\n"
+		      "  luaspy heap --pid 1234\n\n"
 		      "Options: --help, --version. See luaspy(1) and 'luaspy help COMMAND'.\n", stdout);
 		return;
 	}
@@ -185,7 +194,7 @@ static void list_options(void)
 			fputs("-\t", stdout);
 		printf("%s\t%s\t", op->arg ? op->arg : "-", group_names[op->group]);
 		const char *sep = "";
-		for (int c = CMD_RECORD; c <= CMD_DUMP; c++)
+		for (int c = CMD_RECORD; c <= CMD_HEAP; c++)
 			if (op->cmds & (1u << c)) {
 				printf("%s%s", sep, cmd_names[c]);
 				sep = ",";
@@ -337,7 +346,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	if (!strcmp(c, "help")) {
 		int cmd = CMD_NONE;
 		if (argc > 2) {
-			for (int i = 1; i <= 3; i++)
+			for (int i = 1; i <= CMD_HEAP; i++)
 				if (!strcmp(argv[2], cmd_names[i]))
 					cmd = i;
 			if (cmd == CMD_NONE)
@@ -346,7 +355,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		cli_help(cmd);
 		return 1;
 	}
-	for (int i = 1; i <= 3; i++)
+	for (int i = 1; i <= CMD_HEAP; i++)
 		if (!strcmp(c, cmd_names[i]))
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
@@ -388,6 +397,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
+	if (o->cmd == CMD_HEAP && o->argv)
+		return usage_error("%s", "heap needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && o->blocking)
@@ -411,6 +422,7 @@ int cli_run(struct cli_opts *o)
 	case CMD_DUMP: return cmd_dump(o);
 	case CMD_RECORD: return cmd_record(o);
 	case CMD_TOP: return cmd_top(o);
+	case CMD_HEAP: return cmd_heap(o);
 	}
 	return err_exit_code(LS_E_USAGE);
 }

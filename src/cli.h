@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP };
+enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_HEAP };
 
 #define RATE_MAX_HZ 10000.0
 
@@ -52,5 +52,7 @@ int cli_run(struct cli_opts *o);
 int cmd_dump(struct cli_opts *o);
 int cmd_record(struct cli_opts *o);
 int cmd_top(struct cli_opts *o);
+/* cmd_heap.c: luaspy heap (docs/heap.md). */
+int cmd_heap(struct cli_opts *o);
 
 #endif

@@ -1,0 +1,136 @@
+/* cmd_heap.c: `luaspy heap`: what a Lua process's heap holds, by object
+ * type, with the largest tables (and their paths) and strings. Every
+ * thread of the process is stopped for the walk (as dump
+ * --all-coroutines holds them) and released on every path; the pause is
+ * reported. docs/heap.md. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "err.h"
+#include "heap.h"
+#include "msg.h"
+#include "proc_ptrace.h"
+#include "proc_task.h"
+#include "target.h"
+#include "timeutil.h"
+#include "vm.h"
+
+#define HEAP_CACHE_BLOCK (64u << 10)   /* block cache: 64 KiB blocks... */
+#define HEAP_CACHE_BLOCKS 64           /* ...64 of them: 4 MiB */
+#define HEAP_STOP_TIMEOUT_NS (1000 * 1000000ull)
+
+int cmd_heap(struct cli_opts *o)
+{
+	struct target *t;
+	int vmrc;
+	char why[512];
+	int rc = target_open(o->pid, VM_PROBE, &t, &vmrc, why, sizeof why);
+	if (rc < 0)
+		return msg_err_pid(o->pid, rc);
+	if (!t->vm) {
+		target_close(t);
+		if (vmrc == -LS_E_UNSUPPORTED)
+			return msg_unsupported(o->pid, why);
+		return msg_err_pid(o->pid, vmrc < 0 ? vmrc : -LS_E_NOTLUA);
+	}
+	if (!t->vm_ops->heap) {
+		target_close(t);
+		return msg_unsupported(o->pid, "no heap walker for this runtime");
+	}
+	struct proc_thread *th;
+	int nth;
+	rc = proc_threads(o->pid, &th, &nth);
+	if (rc < 0) {
+		target_close(t);
+		return msg_err_pid(o->pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
+	}
+	struct ptrace_stop *stops = calloc((size_t)nth + 1, sizeof *stops);
+	int *stopped = calloc((size_t)nth + 1, sizeof *stopped);
+	if (!stops || !stopped) {
+		free(stops);
+		free(stopped);
+		free(th);
+		target_close(t);
+		return msg_err_pid(o->pid, -LS_E_NOMEM);
+	}
+	/* stop every thread: the walk reads the collector's lists once */
+	uint64_t t0 = time_now_ns();
+	int nstopped = 0, notstopped = 0;
+	for (int i = 0; i < nth; i++) {
+		int src = ptrace_stop(th[i].tid, HEAP_STOP_TIMEOUT_NS, &stops[i]);
+		if (src == 0) {
+			stopped[i] = 1;
+			nstopped++;
+		} else if (src != -LS_E_GONE) {
+			notstopped++;
+			if (src == -LS_E_PERM || src == -LS_E_TRACED) {
+				rc = src;
+				break;
+			}
+		}
+	}
+	struct heap_state *hs = NULL;
+	int n = rc < 0 ? rc : 0;
+	if (rc == 0) {
+		struct mem_cache mc;
+		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
+		n = t->vm_ops->heap(t->vm, t, &mc.base, &hs);
+		mem_cache_free(&mc);
+	}
+	for (int i = 0; i < nth; i++)
+		if (stopped[i])
+			ptrace_release(&stops[i]);
+	uint64_t pause_ns = time_now_ns() - t0;
+	ptrace_reap_pending();
+	free(stops);
+	free(stopped);
+	free(th);
+	int gone = kill(o->pid, 0) < 0 && errno == ESRCH;
+	if (n < 0) {
+		target_close(t);
+		if (gone)
+			return msg_err_pid(o->pid, -LS_E_EXITED);
+		if (n == -LS_E_UNSUPPORTED)
+			return msg_unsupported(o->pid, "the heap of this Lua release is not described (docs/heap.md)");
+		return msg_err_pid(o->pid, n);
+	}
+	if (gone)
+		for (int i = 0; i < n; i++)
+			if (!hs[i].cut)
+				hs[i].cut = "the target exiting (what was read is shown)";
+	FILE *f = stdout;
+	if (o->output) {
+		f = fopen(o->output, "w");
+		if (!f) {
+			int e = errno;
+			msg_error("cannot write '%s': %s", o->output, strerror(e));
+			for (int i = 0; i < n; i++)
+				heap_state_free(&hs[i]);
+			free(hs);
+			target_close(t);
+			return err_exit_code(LS_E_IO);
+		}
+	}
+	const char *desc = t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
+	heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
+	if (notstopped)
+		fprintf(f, "\nwarning: %d of %d threads could not be stopped; the walk may be inconsistent\n",
+			notstopped, nth);
+	int werr = ferror(f);
+	if (f != stdout)
+		werr |= fclose(f) != 0;
+	else
+		fflush(f);
+	for (int i = 0; i < n; i++)
+		heap_state_free(&hs[i]);
+	free(hs);
+	target_close(t);
+	if (werr) {
+		msg_error("writing the heap summary failed");
+		return err_exit_code(LS_E_IO);
+	}
+	return 0;
+}

@@ -1,0 +1,445 @@
+/* vm_luajit_heap.c: the heap of LuaJIT 2.1 states for `luaspy heap`
+ * (vm_ops.heap): the objects of gc.root and gc.mmudata, the interned
+ * strings of the string table, each thread's open upvalues, sized as
+ * lj_gc.c's gc_freefunc and the lj_*_free functions free them, beside
+ * g->gc.total; and a breadth-first search over table keys from _G and
+ * the registry that names the largest tables. Sizes and offsets:
+ * docs/heap.md §3 (lj_obj.h, lj_gc.c, lj_tab.c, lj_func.c, lj_str.c,
+ * lj_udata.c, lj_state.c). The target should be stopped (cmd_heap.c).
+ * Everything read is validated and bounded: a bad header ends its list
+ * and is counted, a cycle is found (Brent), huge counts are refused. */
+#include <stdlib.h>
+#include <string.h>
+#include "err.h"
+#include "heap.h"
+#include "intern.h"
+#include "msg.h"
+#include "vm_luajit.h"
+
+#define LH_MAX_LEN    (1ull << 31)   /* MSize: a string or userdata longer is garbage */
+#define LH_MAX_SLOTS  (1u << 28)     /* array slots / hash nodes of a valid table */
+#define LH_MAX_STACK  (1u << 26)     /* stack slots of a valid thread */
+#define LH_MAX_STRT   (1u << 28)     /* string table buckets */
+#define LH_MAX_UV     1000000        /* open upvalues of one thread */
+#define LH_CHUNK      4096           /* slots / nodes / anchors read at once */
+
+/* GC64 type tags of a TValue (itype, the upper 17 bits sign-extended) and
+ * of a 32-bit-ref TValue's upper word: ~LJ_T* (lj_obj.h). */
+#define LH_TSTR   0xfffffffbu
+#define LH_TTAB   0xfffffff4u
+#define LH_TNUMX  0xfffffff2u
+
+struct lh {
+	const struct lj_layout *lay;
+	const struct lj_objlayout *ol;
+	struct mem *m;
+	struct heap_state *s;
+	uint64_t g, mainth;
+	unsigned gr;                   /* GC reference bytes: 8 or 4 */
+};
+
+static int lh_ptr_ok(uint64_t p)
+{
+	return p >= 0x1000 && p < (1ull << 47) && (p & 3) == 0;
+}
+
+static uint64_t rdref(const struct lh *h, const uint8_t *b, int off)
+{
+	if (h->gr == 8) {
+		uint64_t v;
+		memcpy(&v, b + off, 8);
+		return lj_gcptr(h->ol, v);
+	}
+	uint32_t v;
+	memcpy(&v, b + off, 4);
+	return v;
+}
+
+static uint32_t rdu32(const uint8_t *b, int off)
+{
+	uint32_t v;
+	memcpy(&v, b + off, 4);
+	return v;
+}
+
+/* Table at O (header in B): array slots, hash nodes, the object's own size. */
+static int tab_parts(const struct lh *h, const uint8_t *b, uint32_t *asize, uint32_t *nnode,
+		     uint64_t *self)
+{
+	const struct lj_objlayout *ol = h->ol;
+	uint32_t a = rdu32(b, ol->tab_asize), hm = rdu32(b, ol->tab_hmask);
+	int8_t colo = (int8_t)b[ol->gct + 2];
+	if (a > LH_MAX_SLOTS || hm >= LH_MAX_SLOTS || (hm & (hm + 1)))
+		return -1;
+	*asize = a;
+	*nnode = hm ? hm + 1 : 0;   /* hmask 0: the shared nilnode */
+	uint64_t base = h->gr == 8 ? 64 : 32;   /* sizeof(GCtab) */
+	/* lj_tab_free: a colocated array is part of the table's allocation */
+	*self = colo ? base + 8u * ((uint32_t)colo & 0x7f) : base;
+	if (colo <= 0)
+		*self += 8ull * a;
+	*self += 24ull * *nnode;
+	return 0;
+}
+
+static void add_string(struct lh *h, uint64_t o)
+{
+	uint8_t b[32];
+	if (mem_read(h->m, o, b, h->lay->str_data) < 0) {
+		h->s->bad++;
+		return;
+	}
+	uint64_t len = rdu32(b, h->lay->str_len);
+	if (len > LH_MAX_LEN) {
+		h->s->bad++;
+		return;
+	}
+	uint64_t bytes = h->lay->str_data + len + 1;   /* lj_str_size */
+	heap_add(h->s, HEAP_STRING, bytes);
+	if (heap_string_wanted(h->s, len)) {
+		char buf[HEAP_STR_PREVIEW];
+		size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
+		if (mem_read(h->m, o + h->lay->str_data, buf, n) == 0)
+			heap_string(h->s, o, len, bytes, buf, (int)n);
+	}
+}
+
+/* Open upvalues of thread L (its openupval chain, linked by nextgc). */
+static void add_open_uv(struct lh *h, uint64_t L)
+{
+	uint64_t uv;
+	if (lj_read_ref(h->ol, h->m, L + h->ol->L_stack + h->gr, &uv) < 0)
+		return;
+	for (int n = 0; uv && n < LH_MAX_UV; n++) {
+		if (!lh_ptr_ok(uv) || !lj_is_gct(h->ol, h->m, uv, LJ_GCT_UPVAL)) {
+			h->s->bad++;
+			return;
+		}
+		heap_add(h->s, HEAP_UPVAL, h->gr == 8 ? 48 : 24);
+		if (lj_read_ref(h->ol, h->m, uv, &uv) < 0)
+			return;
+	}
+}
+
+static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
+{
+	const struct lj_objlayout *ol = h->ol;
+	struct heap_state *s = h->s;
+	int gc64 = h->gr == 8;
+	switch (b[ol->gct]) {
+	case LJ_GCT_STR:
+		add_string(h, o);
+		break;
+	case LJ_GCT_UPVAL:
+		heap_add(s, HEAP_UPVAL, gc64 ? 48 : 24);
+		break;
+	case LJ_GCT_THREAD: {
+		uint32_t ss = rdu32(b, ol->L_stacksize);
+		if (ss > LH_MAX_STACK) {
+			s->bad++;
+			break;
+		}
+		/* the main thread's lua_State is part of GG_State (not walked) */
+		heap_add(s, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss);
+		add_open_uv(h, o);
+		break;
+	}
+	case LJ_GCT_PROTO:
+		heap_add(s, HEAP_PROTO, rdu32(b, ol->pt_sizept));
+		break;
+	case LJ_GCT_FUNC: {
+		unsigned nup = b[ol->fn_ffid + 1];
+		if (b[ol->fn_ffid] == 0)   /* sizeLfunc */
+			heap_add(s, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup);
+		else                       /* sizeCfunc */
+			heap_add(s, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup);
+		break;
+	}
+	case LJ_GCT_TRACE:
+		heap_add(s, HEAP_TRACE, 0);
+		break;
+	case LJ_GCT_CDATA:
+		heap_add(s, HEAP_CDATA, gc64 ? 16 : 8);
+		break;
+	case LJ_GCT_TAB: {
+		uint32_t a, nn;
+		uint64_t self;
+		if (tab_parts(h, b, &a, &nn, &self) < 0) {
+			s->bad++;
+			break;
+		}
+		heap_add(s, HEAP_TABLE, self);
+		heap_table(s, o, self, a, nn);
+		break;
+	}
+	case LJ_GCT_UDATA: {
+		uint64_t len = rdu32(b, gc64 ? 24 : 12);
+		heap_add(s, HEAP_UDATA, (gc64 ? 48 : 24) + len);   /* sizeudata */
+		break;
+	}
+	default:
+		s->bad++;
+		break;
+	}
+}
+
+/* Bytes of an object of type GCT that add_object() reads. */
+static size_t head_bytes(const struct lh *h, unsigned gct)
+{
+	const struct lj_objlayout *ol = h->ol;
+	int gc64 = h->gr == 8;
+	switch (gct) {
+	case LJ_GCT_UPVAL: return gc64 ? 48 : 24;
+	case LJ_GCT_THREAD: return (size_t)ol->L_stacksize + 4;
+	case LJ_GCT_PROTO: return (size_t)ol->pt_sizept + 4;
+	case LJ_GCT_TAB: return gc64 ? 64 : 32;
+	case LJ_GCT_UDATA: return gc64 ? 28 : 16;
+	default: return 16;
+	}
+}
+
+/* Walk the objects from HEAD linked by nextgc. CIRCULAR: gc.mmudata, a
+ * ring given by its last element. A cycle elsewhere (Brent), an unknown
+ * type or a bad pointer ends the list. */
+static void walk_list(struct lh *h, uint64_t head, int circular)
+{
+	uint64_t o = head, saved = 0, steps = 0, power = 1;
+	if (circular && head && lj_read_ref(h->ol, h->m, head, &o) < 0)
+		return;
+	while (o && !h->s->cut) {
+		uint8_t b[128];
+		if (!lh_ptr_ok(o) || mem_read(h->m, o, b, 16) < 0) {
+			h->s->bad++;
+			return;
+		}
+		unsigned gct = b[h->ol->gct];
+		if (gct < LJ_GCT_STR || gct > LJ_GCT_UDATA) {
+			h->s->bad++;
+			return;
+		}
+		/* the rest of the header this type's size needs, no further (an
+		 * object may end its mapping) */
+		size_t need = head_bytes(h, gct);
+		if (need > 16 && mem_read(h->m, o, b, need) < 0) {
+			h->s->bad++;
+			return;
+		}
+		add_object(h, o, b);
+		if (circular && o == head)
+			return;
+		o = rdref(h, b, 0);
+		if (o && o == saved && !circular) {
+			h->s->cut = "a cycle in an object list";
+			return;
+		}
+		if (++steps == power) {
+			saved = o;
+			power <<= 1;
+			steps = 0;
+		}
+	}
+}
+
+/* Interned strings: the string table's anchors (the low bit of an anchor
+ * flags a collision chain, lj_str.c), each a chain linked by nextgc. */
+static void walk_strings(struct lh *h, uint64_t tab, uint32_t n)
+{
+	uint8_t b[LH_CHUNK * 8];
+	for (uint32_t i = 0; i < n && !h->s->cut; i += LH_CHUNK) {
+		uint32_t k = n - i < LH_CHUNK ? n - i : LH_CHUNK;
+		if (mem_read(h->m, tab + (uint64_t)h->gr * i, b, (size_t)h->gr * k) < 0) {
+			h->s->bad++;
+			return;
+		}
+		for (uint32_t j = 0; j < k && !h->s->cut; j++) {
+			uint64_t o = rdref(h, b, (int)(h->gr * j)) & ~(uint64_t)1;
+			walk_list(h, o, 0);
+		}
+	}
+}
+
+/* ---- the path search ------------------------------------------------------- */
+
+/* The table a TValue (8 bytes at B) holds, or 0. */
+static uint64_t tv_table(const struct lh *h, const uint8_t *b)
+{
+	uint64_t v;
+	memcpy(&v, b, 8);
+	if (h->gr == 8)
+		return (uint32_t)((int64_t)v >> 47) == LH_TTAB ? v & ((1ull << 47) - 1) : 0;
+	return (uint32_t)(v >> 32) == LH_TTAB ? (uint32_t)v : 0;
+}
+
+static void key_name(struct lh *h, struct heap_path_node *e, const uint8_t *k)
+{
+	uint64_t v;
+	memcpy(&v, k, 8);
+	uint32_t it = h->gr == 8 ? (uint32_t)((int64_t)v >> 47) : (uint32_t)(v >> 32);
+	if (it == LH_TSTR) {
+		uint64_t sp = h->gr == 8 ? v & ((1ull << 47) - 1) : (uint32_t)v;
+		uint8_t sb[32];
+		char buf[1025];
+		e->key = "?";
+		if (mem_read(h->m, sp, sb, h->lay->str_data) == 0) {
+			uint32_t len = rdu32(sb, h->lay->str_len);
+			size_t n = len < 1024 ? len : 1024;
+			if (mem_read(h->m, sp + h->lay->str_data, buf, n) == 0)
+				e->key = intern_n(buf, n);
+		}
+	} else if (it < LH_TNUMX) {
+		double d;
+		memcpy(&d, &v, 8);
+		if (d > -9e15 && d < 9e15 && d == (double)(int64_t)d)
+			e->idx = (int64_t)d;
+		else
+			e->key = "<number key>";
+	} else {
+		e->key = "<key>";
+	}
+}
+
+static void path_expand(struct lh *h, int64_t i)
+{
+	struct heap_state *s = h->s;
+	const struct lj_objlayout *ol = h->ol;
+	uint8_t b[96], buf[LH_CHUNK * 24];
+	uint32_t asize, nnode;
+	uint64_t self;
+	uint64_t t = s->pn[i].addr;
+	if (mem_read(h->m, t, b, h->gr == 8 ? 64 : 32) < 0 || tab_parts(h, b, &asize, &nnode, &self) < 0)
+		return;
+	uint64_t arr = h->gr == 8 ? rdref(h, b, ol->tab_array) : rdu32(b, ol->tab_array);
+	uint64_t node = h->gr == 8 ? rdref(h, b, ol->tab_node) : rdu32(b, ol->tab_node);
+	if (asize > HEAP_MAX_TABLE_SLOTS)
+		asize = HEAP_MAX_TABLE_SLOTS;
+	for (uint32_t j = 0; j < asize && !s->path_cut; j += LH_CHUNK) {
+		uint32_t n = asize - j < LH_CHUNK ? asize - j : LH_CHUNK;
+		if (mem_read(h->m, arr + 8ull * j, buf, 8u * n) < 0)
+			break;
+		for (uint32_t k = 0; k < n; k++) {
+			uint64_t c = tv_table(h, buf + 8u * k);
+			if (c && heap_path_add(s, c, i, NULL, (int64_t)(j + k)) == -2)
+				return;
+		}
+	}
+	if (nnode > HEAP_MAX_TABLE_SLOTS)
+		nnode = HEAP_MAX_TABLE_SLOTS;
+	for (uint32_t j = 0; j < nnode && !s->path_cut; j += LH_CHUNK) {
+		uint32_t n = nnode - j < LH_CHUNK ? nnode - j : LH_CHUNK;
+		if (mem_read(h->m, node + 24ull * j, buf, 24u * n) < 0)
+			break;
+		for (uint32_t k = 0; k < n; k++) {
+			const uint8_t *nd = buf + 24u * k;
+			uint64_t c = tv_table(h, nd);
+			if (!c)
+				continue;
+			int64_t e = heap_path_add(s, c, i, NULL, 0);
+			if (e == -2)
+				return;
+			if (e >= 0)
+				key_name(h, &s->pn[e], nd + ol->node_key);
+		}
+	}
+}
+
+static void path_search(struct lh *h, const uint8_t *gb)
+{
+	uint8_t tv[8];
+	uint64_t env = 0, reg = tv_table(h, gb + h->lay->g_registrytv);
+	if (lj_read_ref(h->ol, h->m, h->mainth + h->ol->L_stack + 2u * h->gr, &env) == 0 && env &&
+	    lj_is_gct(h->ol, h->m, env, LJ_GCT_TAB))
+		heap_path_add(h->s, env, -1, "_G", 0);
+	(void)tv;
+	if (reg)
+		heap_path_add(h->s, reg, -1, "registry", 0);
+	for (size_t i = 0; i < h->s->npn && !h->s->path_cut; i++)
+		path_expand(h, (int64_t)i);
+}
+
+/* ---- one state ---------------------------------------------------------------- */
+
+static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_state *s)
+{
+	struct lh h = { vm->lay, vm->ol, m, s, g, 0, vm->ol->gcref };
+	const struct lj_layout *lay = vm->lay;
+	uint8_t gb[1024];
+	if (lay->g_registrytv + 16 > (int)sizeof gb || mem_read(m, g, gb, sizeof gb) < 0)
+		return -LS_E_FAULT;
+	h.mainth = rdref(&h, gb, lay->g_mainthref);
+	if (!lh_ptr_ok(h.mainth))
+		return -LS_E_GARBAGE;
+	int tarantool = (lay->flags & LJL_TARANTOOL) != 0;
+	if (!tarantool) {
+		/* GCState: total (GCSize) then threshold, currentwhite, state */
+		int at = lay->g_gc_state - (h.gr == 8 ? 17 : 9);
+		s->vm_bytes = 0;
+		memcpy(&s->vm_bytes, gb + at, h.gr);   /* little-endian */
+		s->vm_bytes_how = "g->gc.total";
+	}
+	walk_list(&h, rdref(&h, gb, lay->g_gc_root), 0);
+	if (!tarantool)   /* gc.mmudata: root, sweep, gray, grayagain, weak, mmudata */
+		walk_list(&h, rdref(&h, gb, lay->g_gc_root + 5 * (int)h.gr), 1);
+	/* the string table: beta3 and Tarantool keep strhash/strmask at 0/8, later
+	 * versions the StrInternState 32 bytes before vmstate (lj_obj.h) */
+	int tab_at = (lay->flags & (LJL_SNAP8 | LJL_TARANTOOL)) ? 0 : lay->g_vmstate - 32;
+	uint64_t tab;
+	memcpy(&tab, gb + tab_at, 8);
+	uint32_t mask = rdu32(gb, tab_at + 8);
+	if (lh_ptr_ok(tab) && mask < LH_MAX_STRT) {
+		s->count[HEAP_STRTAB] = 1;
+		s->bytes[HEAP_STRTAB] = (uint64_t)h.gr * (mask + 1ull);
+		walk_strings(&h, tab, mask + 1);
+	} else {
+		s->bad++;
+	}
+	/* g->tmpbuf (SBuf: w, e, b), shrunk by each collection (lj_gc.c
+	 * atomic): after mainthref, or after vmstate in beta3 (GC64 only:
+	 * its 32-bit SBuf holds 4-byte MRefs) */
+	int sb = -1;
+	if (lay->flags & LJL_SNAP8)
+		sb = h.gr == 8 ? (lay->g_vmstate + 4 + 7) & ~7 : -1;
+	else if (!tarantool)
+		sb = (lay->g_mainthref + (int)h.gr + 7) & ~7;
+	if (sb > 0 && sb + 24 <= (int)sizeof gb) {
+		uint64_t e, b;
+		memcpy(&e, gb + sb + 8, 8);
+		memcpy(&b, gb + sb + 16, 8);
+		if (e >= b && e - b < LH_MAX_LEN) {
+			s->count[HEAP_VMBUF] = 1;
+			s->bytes[HEAP_VMBUF] = e - b;
+		}
+	}
+	s->not_walked = "GG_State (main thread, global and JIT state, dispatch), JIT buffers and traces, cdata payloads";
+	path_search(&h, gb);
+	msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)g,
+		  (unsigned long long)s->objects, (unsigned long long)s->bad);
+	return 0;
+}
+
+int lj_heap(struct vm *vm, struct target *t, struct mem *m, struct heap_state **out)
+{
+	(void)t;
+	int ng = vm->found.ng;
+	if (ng == 0)
+		return -LS_E_NOTLUA;
+	struct heap_state *s = calloc((size_t)ng, sizeof *s);
+	if (!s)
+		return -LS_E_NOMEM;
+	int n = 0;
+	for (int i = 0; i < ng; i++) {
+		heap_state_init(&s[n], vm->found.g[i]);
+		int rc = state_walk(vm, m, vm->found.g[i], &s[n]);
+		if (rc < 0) {
+			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)vm->found.g[i], err_text(rc));
+			heap_state_free(&s[n]);
+			continue;
+		}
+		n++;
+	}
+	if (n == 0) {
+		free(s);
+		return -LS_E_GARBAGE;
+	}
+	*out = s;
+	return n;
+}
