@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "err.h"
 #include "heap.h"
@@ -22,7 +23,40 @@
 #define HEAP_CACHE_BLOCKS 64           /* ...64 of them: 4 MiB */
 #define HEAP_STOP_TIMEOUT_NS (1000 * 1000000ull)
 
+/* Close the output F (not stdout) of a heap that failed, and remove it. */
+static void drop_output(const struct cli_opts *o, FILE *f)
+{
+	if (f && f != stdout) {
+		fclose(f);
+		unlink(o->output);
+	}
+}
+
+static int heap_run(struct cli_opts *o, FILE *f);
+
 int cmd_heap(struct cli_opts *o)
+{
+	FILE *f = stdout;
+	/* an output that cannot be written is refused before the stop */
+	if (o->output) {
+		f = fopen(o->output, "w");
+		if (!f) {
+			int e = errno;
+			msg_error("cannot write '%s': %s", o->output, strerror(e));
+			return err_exit_code(LS_E_USAGE);
+		}
+	}
+	int code = heap_run(o, f);
+	if (code != 0)
+		drop_output(o, f);
+	else if (f != stdout && fclose(f) != 0) {
+		msg_error("cannot write '%s': %s", o->output, strerror(errno));
+		return err_exit_code(LS_E_IO);
+	}
+	return code;
+}
+
+static int heap_run(struct cli_opts *o, FILE *f)
 {
 	struct target *t;
 	int vmrc;
@@ -101,29 +135,12 @@ int cmd_heap(struct cli_opts *o)
 		for (int i = 0; i < n; i++)
 			if (!hs[i].cut)
 				hs[i].cut = "the target exiting (what was read is shown)";
-	FILE *f = stdout;
-	if (o->output) {
-		f = fopen(o->output, "w");
-		if (!f) {
-			int e = errno;
-			msg_error("cannot write '%s': %s", o->output, strerror(e));
-			for (int i = 0; i < n; i++)
-				heap_state_free(&hs[i]);
-			free(hs);
-			target_close(t);
-			return err_exit_code(LS_E_IO);
-		}
-	}
 	const char *desc = t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
 	heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
 	if (notstopped)
 		fprintf(f, "\nwarning: %d of %d threads could not be stopped; the walk may be inconsistent\n",
 			notstopped, nth);
-	int werr = ferror(f);
-	if (f != stdout)
-		werr |= fclose(f) != 0;
-	else
-		fflush(f);
+	int werr = fflush(f) != 0 || ferror(f);
 	for (int i = 0; i < n; i++)
 		heap_state_free(&hs[i]);
 	free(hs);
