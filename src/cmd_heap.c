@@ -119,6 +119,9 @@ static int heap_run(struct cli_opts *o, FILE *f)
 			ptrace_release(&stops[i]);
 	uint64_t pause_ns = time_now_ns() - t0;
 	ptrace_reap_pending();
+	/* dominators and paths need no target memory: after the release */
+	for (int i = 0; i < n; i++)
+		heap_graph_finish(&hs[i]);
 	free(stops);
 	free(stopped);
 	free(th);

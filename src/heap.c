@@ -35,10 +35,17 @@ void heap_state_init(struct heap_state *s, uint64_t addr)
 
 void heap_state_free(struct heap_state *s)
 {
-	free(s->pn);
-	s->pn = NULL;
-	s->npn = s->cappn = 0;
-	htab_free(&s->pidx);
+	free(s->naddr);
+	free(s->nself);
+	free(s->ntype);
+	free(s->efirst);
+	free(s->e);
+	free(s->pparent);
+	free(s->pedge);
+	free(s->idom);
+	free(s->retained);
+	htab_free(&s->nidx);
+	memset(s, 0, sizeof *s);
 }
 
 int heap_add(struct heap_state *s, int t, uint64_t bytes)
@@ -93,46 +100,282 @@ void heap_string(struct heap_state *s, uint64_t addr, uint64_t len, uint64_t byt
 		s->nstrings++;
 }
 
-/* ---- path search ------------------------------------------------------- */
+/* ---- the object graph ------------------------------------------------------ */
 
-struct pn_key {
+struct node_key {
 	const struct heap_state *s;
 	uint64_t addr;
 };
 
-static int pn_eq(const void *ctx, uint32_t i)
+static int node_eq(const void *ctx, uint32_t i)
 {
-	const struct pn_key *k = ctx;
-	return k->s->pn[i].addr == k->addr;
+	const struct node_key *k = ctx;
+	return k->s->naddr[i] == k->addr;
 }
 
-static uint64_t pn_hash(uint64_t addr)
+static uint64_t node_hash(uint64_t addr)
 {
 	return htab_fnv1a_word(HTAB_FNV_INIT, addr);
 }
 
-int64_t heap_path_add(struct heap_state *s, uint64_t addr, int64_t parent, const char *key,
-		      int64_t idx)
+int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 {
-	if (s->path_cut)
-		return -2;
-	struct pn_key k = { s, addr };
-	uint64_t h = pn_hash(addr);
-	if (htab_find(&s->pidx, h, pn_eq, &k, NULL) >= 0)
+	if (s->graph_cut)
 		return -1;
-	if (s->npn >= HEAP_MAX_PATH_TABLES) {
-		s->path_cut = "more than 2000000 tables";
-		return -2;
-	}
+	struct node_key k = { s, addr };
+	uint64_t h = node_hash(addr);
 	size_t pos;
-	if (htab_reserve(&s->pidx) < 0 || array_grow(&s->pn, &s->cappn, s->npn + 1, sizeof *s->pn) < 0) {
-		s->path_cut = "out of memory";
-		return -2;
+	if (s->nn >= HEAP_MAX_NODES) {
+		s->graph_cut = "more than 40000000 objects";
+		return -1;
 	}
-	htab_find(&s->pidx, h, pn_eq, &k, &pos);
-	s->pn[s->npn] = (struct heap_path_node){ addr, parent, key, idx };
-	htab_insert(&s->pidx, pos, h, (uint32_t)s->npn);
-	return (int64_t)s->npn++;
+	if (htab_reserve(&s->nidx) < 0 ||
+	    array_grow(&s->naddr, &s->capn, s->nn + 1, sizeof *s->naddr) < 0 ||
+	    array_grow(&s->nself, &s->capself, s->nn + 1, sizeof *s->nself) < 0 ||
+	    array_grow(&s->ntype, &s->captype, s->nn + 1, sizeof *s->ntype) < 0) {
+		s->graph_cut = "out of memory";
+		return -1;
+	}
+	int64_t i = htab_find(&s->nidx, h, node_eq, &k, &pos);
+	if (i >= 0)
+		return i;
+	s->naddr[s->nn] = addr;
+	s->nself[s->nn] = bytes > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)bytes;
+	s->ntype[s->nn] = (uint8_t)type;
+	htab_insert(&s->nidx, pos, h, (uint32_t)s->nn);
+	return (int64_t)s->nn++;
+}
+
+int64_t heap_node_find(const struct heap_state *s, uint64_t addr)
+{
+	struct node_key k = { s, addr };
+	return htab_find(&s->nidx, node_hash(addr), node_eq, &k, NULL);
+}
+
+void heap_edges_begin(struct heap_state *s, uint32_t i)
+{
+	if (s->graph_cut)
+		return;
+	if (i != s->ebegun) {
+		s->graph_cut = "internal error: edges out of order";
+		return;
+	}
+	if (array_grow(&s->efirst, &s->capfirst, (size_t)i + 1, sizeof *s->efirst) < 0) {
+		s->graph_cut = "out of memory";
+		return;
+	}
+	s->efirst[i] = (uint32_t)s->ne;
+	s->ebegun = (size_t)i + 1;
+}
+
+void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, int64_t idx)
+{
+	if (s->graph_cut)
+		return;
+	int64_t j = heap_node_find(s, to);
+	if (j < 0) {
+		s->edges_lost++;
+		return;
+	}
+	if (s->ne >= HEAP_MAX_EDGES) {
+		s->graph_cut = "more than 200000000 references";
+		return;
+	}
+	if (array_grow(&s->e, &s->cape, s->ne + 1, sizeof *s->e) < 0) {
+		s->graph_cut = "out of memory";
+		return;
+	}
+	s->e[s->ne++] = (struct heap_edge){ (uint32_t)j, (uint8_t)kind, idx, name };
+}
+
+#define NONE UINT32_MAX
+
+/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
+ * of least semi on the path from V up to the forest root. */
+static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
+			uint32_t *stack)
+{
+	if (anc[v] == NONE)
+		return v;
+	/* compress: the chain of ancestors that have ancestors */
+	size_t n = 0;
+	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
+		stack[n++] = u;
+	while (n > 0) {
+		uint32_t u = stack[--n];
+		if (semi[label[anc[u]]] < semi[label[u]])
+			label[u] = label[anc[u]];
+		anc[u] = anc[anc[u]];
+	}
+	return label[v];
+}
+
+int heap_graph_finish(struct heap_state *s)
+{
+	size_t n = s->nn;
+	if (s->graph_cut || n == 0 || n > NONE - 1)
+		return -1;
+	/* the CSR: nodes whose edges were never begun have none */
+	uint32_t *ef = malloc((n + 1) * sizeof *ef);
+	if (!ef) {
+		s->graph_cut = "out of memory";
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		ef[i] = i < s->ebegun ? s->efirst[i] : (uint32_t)s->ne;
+	ef[n] = (uint32_t)s->ne;
+	free(s->efirst);
+	s->efirst = ef;
+	s->capfirst = n + 1;
+
+	uint32_t *pp = malloc(n * sizeof *pp), *pe = malloc(n * sizeof *pe), *queue = malloc(n * sizeof *queue);
+	uint32_t *dfn = malloc(n * sizeof *dfn), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *semi = malloc(n * sizeof *semi),
+		 *label = malloc(n * sizeof *label), *anc = malloc(n * sizeof *anc),
+		 *idom = malloc(n * sizeof *idom), *bhead = malloc(n * sizeof *bhead),
+		 *bnext = malloc(n * sizeof *bnext), *stk = malloc(n * sizeof *stk),
+		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst),
+		 *pred = malloc((s->ne + 1) * sizeof *pred);
+	uint64_t *ret = malloc(n * sizeof *ret);
+	int rc = -1;
+	if (!pp || !pe || !queue || !dfn || !vertex || !parent || !semi || !label || !anc || !idom ||
+	    !bhead || !bnext || !stk || !stke || !pfirst || !pred || !ret) {
+		s->graph_cut = "out of memory";
+		goto out;
+	}
+	/* shortest paths: breadth first from the root, edges in order */
+	for (size_t i = 0; i < n; i++)
+		pp[i] = pe[i] = NONE;
+	size_t qh = 0, qt = 0;
+	pp[0] = 0;
+	queue[qt++] = 0;
+	while (qh < qt) {
+		uint32_t v = queue[qh++];
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			uint32_t w = s->e[k].to;
+			if (pp[w] != NONE)
+				continue;
+			pp[w] = v;
+			pe[w] = k;
+			queue[qt++] = w;
+		}
+	}
+	/* depth-first numbering, iterative */
+	for (size_t i = 0; i < n; i++) {
+		dfn[i] = NONE;
+		anc[i] = NONE;
+		bhead[i] = NONE;
+		idom[i] = NONE;
+		label[i] = (uint32_t)i;
+	}
+	uint32_t nd = 0;
+	size_t sp = 0;
+	dfn[0] = nd;
+	vertex[nd++] = 0;
+	parent[0] = NONE;
+	stk[sp] = 0;
+	stke[sp++] = ef[0];
+	while (sp > 0) {
+		uint32_t v = stk[sp - 1];
+		if (stke[sp - 1] >= ef[v + 1]) {
+			sp--;
+			continue;
+		}
+		uint32_t w = s->e[stke[sp - 1]++].to;
+		if (dfn[w] != NONE)
+			continue;
+		dfn[w] = nd;
+		vertex[nd++] = w;
+		parent[w] = v;
+		stk[sp] = w;
+		stke[sp++] = ef[w];
+	}
+	for (size_t i = 0; i < n; i++)
+		semi[i] = dfn[i];
+	/* predecessors of reached nodes (CSR) */
+	for (size_t v = 0; v < n; v++)
+		if (dfn[v] != NONE)
+			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+				pfirst[s->e[k].to + 1]++;
+	for (size_t i = 0; i < n; i++)
+		pfirst[i + 1] += pfirst[i];
+	{
+		uint32_t *fill = stke;   /* reuse: the DFS is done */
+		memcpy(fill, pfirst, n * sizeof *fill);
+		for (size_t v = 0; v < n; v++)
+			if (dfn[v] != NONE)
+				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+					pred[fill[s->e[k].to]++] = (uint32_t)v;
+	}
+	/* Lengauer-Tarjan: semidominators in reverse DFS order, then idoms */
+	for (uint32_t i = nd; i-- > 1;) {
+		uint32_t w = vertex[i];
+		for (uint32_t k = pfirst[w]; k < pfirst[w + 1]; k++) {
+			uint32_t u = lt_eval(pred[k], anc, label, semi, stk);
+			if (semi[u] < semi[w])
+				semi[w] = semi[u];
+		}
+		uint32_t sw = vertex[semi[w]];
+		bnext[w] = bhead[sw];
+		bhead[sw] = w;
+		uint32_t p = parent[w];
+		anc[w] = p;
+		for (uint32_t v = bhead[p]; v != NONE;) {
+			uint32_t nx = bnext[v];
+			uint32_t u = lt_eval(v, anc, label, semi, stk);
+			idom[v] = semi[u] < semi[v] ? u : p;
+			v = nx;
+		}
+		bhead[p] = NONE;
+	}
+	for (uint32_t i = 1; i < nd; i++) {
+		uint32_t w = vertex[i];
+		if (idom[w] != vertex[semi[w]])
+			idom[w] = idom[idom[w]];
+	}
+	idom[0] = 0;
+	/* retained sizes: children before their dominator */
+	for (size_t i = 0; i < n; i++)
+		ret[i] = s->nself[i];
+	for (uint32_t i = nd; i-- > 1;) {
+		uint32_t w = vertex[i];
+		ret[idom[w]] += ret[w];
+	}
+	s->unreached = n - nd;
+	s->unreached_bytes = 0;
+	for (size_t i = 0; i < n; i++)
+		if (dfn[i] == NONE) {
+			s->unreached_bytes += s->nself[i];
+			ret[i] = 0;
+		}
+	/* the largest retainers: objects (not the root) by retained size */
+	s->ntop = 0;
+	for (uint32_t i = 1; i < nd; i++) {
+		uint32_t w = vertex[i];
+		int m = s->ntop;
+		if (m == HEAP_TOP_RETAINERS && ret[s->top[m - 1]] >= ret[w])
+			continue;
+		int j = m < HEAP_TOP_RETAINERS ? m : HEAP_TOP_RETAINERS - 1;
+		while (j > 0 && ret[s->top[j - 1]] < ret[w]) {
+			s->top[j] = s->top[j - 1];
+			j--;
+		}
+		s->top[j] = w;
+		if (m < HEAP_TOP_RETAINERS)
+			s->ntop++;
+	}
+	s->pparent = pp;
+	s->pedge = pe;
+	s->idom = idom;
+	s->retained = ret;
+	pp = pe = idom = NULL;
+	ret = NULL;
+	rc = 0;
+out:
+	free(pp); free(pe); free(queue); free(dfn); free(vertex); free(parent); free(semi);
+	free(label); free(anc); free(idom); free(bhead); free(bnext); free(stk); free(stke);
+	free(pfirst); free(pred); free(ret);
+	return rc;
 }
 
 static int is_ident(const char *k)
@@ -145,56 +388,64 @@ static int is_ident(const char *k)
 	return 1;
 }
 
-/* Append one path segment for entry E to the text at OUT (LEN bytes). */
-static void seg_text(const struct heap_path_node *e, int first, char *out, size_t len)
+/* The text of edge E (FIRST: the path's first segment). */
+static void seg_text(const struct heap_edge *e, int first, char *out, size_t len)
 {
-	if (e->key && first) {
-		char c[96];
-		snprintf(out, len, "%s", out_clean(e->key, c, sizeof c, 0));
-	} else if (e->key && is_ident(e->key) && strlen(e->key) < 80) {
-		snprintf(out, len, ".%s", e->key);
-	} else if (e->key) {
-		/* quoted like Lua source: out_clean makes it printable UTF-8,
-		 * then quotes and backslashes are escaped */
-		char c[64], q[140];
-		out_clean(e->key, c, sizeof c, 0);
-		size_t j = 0;
-		for (const char *p = c; *p && j + 3 < sizeof q; p++) {
-			if (*p == '"' || *p == '\\')
-				q[j++] = '\\';
-			q[j++] = *p;
+	char c[64];
+	const char *name = e->name ? out_clean(e->name, c, sizeof c, 0) : "?";
+	int cut = e->name && strlen(e->name) >= sizeof c - 1;
+	switch (e->kind) {
+	case HEAP_E_ROOT:
+		snprintf(out, len, "%s%s", first ? "" : " > ", name);
+		break;
+	case HEAP_E_KEY:
+		if (is_ident(e->name) && !cut) {
+			snprintf(out, len, ".%s", e->name);
+		} else {
+			/* quoted like Lua source: quotes and backslashes escaped */
+			char q[140];
+			size_t j = 0;
+			for (const char *p = name; *p && j + 3 < sizeof q; p++) {
+				if (*p == '"' || *p == '\\')
+					q[j++] = '\\';
+				q[j++] = *p;
+			}
+			q[j] = 0;
+			snprintf(out, len, "[\"%s%s\"]", q, cut ? "..." : "");
 		}
-		q[j] = 0;
-		snprintf(out, len, "[\"%s%s\"]", q, strlen(e->key) >= sizeof c - 1 ? "..." : "");
-	} else {
+		break;
+	case HEAP_E_INDEX:
 		snprintf(out, len, "[%" PRId64 "]", e->idx);
+		break;
+	default:
+		snprintf(out, len, " > %s", name);
+		break;
 	}
 }
 
-int heap_path_of(const struct heap_state *s, uint64_t addr, char *buf, size_t len)
+int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len)
 {
-	struct pn_key k = { s, addr };
-	int64_t i = htab_find(&s->pidx, pn_hash(addr), pn_eq, &k, NULL);
-	if (i < 0 || len < 8)
+	if (!s->pparent || i >= s->nn || s->pparent[i] == NONE || len < 8)
 		return -1;
-	/* the chain from the root: at most 64 segments shown, the rest elided */
-	int64_t chain[64];
+	/* the chain from the root: at most 64 edges shown, the first elided */
+	uint32_t chain[64];
 	int n = 0, more = 0;
-	for (int64_t j = i; j >= 0; j = s->pn[j].parent) {
+	for (uint32_t j = i; j != 0; j = s->pparent[j]) {
 		if (n == 64) {
 			more = 1;
 			break;
 		}
-		chain[n++] = j;
+		chain[n++] = s->pedge[j];
 	}
 	size_t used = 0;
 	buf[0] = 0;
+	if (more) {
+		memcpy(buf, "...", 4);
+		used = 3;
+	}
 	for (int m = n - 1; m >= 0; m--) {
 		char seg[160];
-		seg_text(&s->pn[chain[m]], m == n - 1 && !more, seg, sizeof seg);
-		if (m == n - 1 && more) {
-			snprintf(seg, sizeof seg, "...");
-		}
+		seg_text(&s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg);
 		size_t sl = strlen(seg);
 		if (used + sl + 4 > len) {
 			snprintf(buf + used, len - used, "...");
@@ -204,6 +455,18 @@ int heap_path_of(const struct heap_state *s, uint64_t addr, char *buf, size_t le
 		used += sl;
 	}
 	return 0;
+}
+
+/* One word for a node's type in the retainers list. */
+static const char *node_type_word(int t)
+{
+	static const char *const w[HEAP_NTYPES] = {
+		[HEAP_STRING] = "string", [HEAP_TABLE] = "table", [HEAP_LFUNC] = "function",
+		[HEAP_CFUNC] = "C function", [HEAP_PROTO] = "prototype", [HEAP_UPVAL] = "upvalue",
+		[HEAP_THREAD] = "thread", [HEAP_UDATA] = "userdata", [HEAP_CDATA] = "cdata",
+		[HEAP_TRACE] = "trace", [HEAP_STRTAB] = "(root)", [HEAP_VMBUF] = "buffer",
+	};
+	return t >= 0 && t < HEAP_NTYPES && w[t] ? w[t] : "?";
 }
 
 /* ---- text summary ---------------------------------------------------------- */
@@ -282,16 +545,32 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 			for (int i = 0; i < st->ntables; i++) {
 				const struct heap_top_table *e = &st->tables[i];
 				char path[HEAP_PATH_MAX];
-				if (heap_path_of(st, e->addr, path, sizeof path) < 0)
-					snprintf(path, sizeof path, "(no path from _G or the registry by table keys)");
+				int64_t ni = heap_node_find(st, e->addr);
+				if (ni < 0 || heap_node_path(st, (uint32_t)ni, path, sizeof path) < 0)
+					snprintf(path, sizeof path, "(not reached from the roots)");
 				fputs("  ", f);
 				put_bytes(f, e->bytes);
 				fprintf(f, "  0x%-12" PRIx64 " array %u, hash %u  %s\n", e->addr, e->asize,
 					e->hsize, path);
 			}
-			if (st->path_cut)
-				fprintf(f, "  (path search cut: %s)\n", st->path_cut);
 		}
+		if (st->retained && st->ntop) {
+			fprintf(f, "\n  Largest retainers (retained size: the object and all that only it keeps alive)\n");
+			for (int i = 0; i < st->ntop; i++) {
+				uint32_t v = st->top[i];
+				char path[HEAP_PATH_MAX];
+				if (heap_node_path(st, v, path, sizeof path) < 0)
+					snprintf(path, sizeof path, "?");
+				fputs("  ", f);
+				put_bytes(f, st->retained[v]);
+				fprintf(f, "  %-13s 0x%-12" PRIx64 " %s\n", node_type_word(st->ntype[v]), st->naddr[v], path);
+			}
+		}
+		if (st->graph_cut)
+			fprintf(f, "  (no retained sizes or paths: %s)\n", st->graph_cut);
+		else if (st->retained && st->unreached)
+			fprintf(f, "  unreached from the roots: %" PRIu64 " objects, %" PRIu64 " bytes (garbage not yet collected, or roots not walked)\n",
+				st->unreached, st->unreached_bytes);
 		if (st->nstrings) {
 			fprintf(f, "\n  Largest strings\n");
 			for (int i = 0; i < st->nstrings; i++) {

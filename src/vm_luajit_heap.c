@@ -82,6 +82,13 @@ static int tab_parts(const struct lh *h, const uint8_t *b, uint32_t *asize, uint
 	return 0;
 }
 
+/* Count object O of TYPE and BYTES, and make it a node of the graph. */
+static void lh_add(struct lh *h, uint64_t o, int type, uint64_t bytes)
+{
+	heap_add(h->s, type, bytes);
+	heap_node(h->s, o, type, bytes);
+}
+
 static void add_string(struct lh *h, uint64_t o)
 {
 	uint8_t b[32];
@@ -95,7 +102,7 @@ static void add_string(struct lh *h, uint64_t o)
 		return;
 	}
 	uint64_t bytes = h->lay->str_data + len + 1;   /* lj_str_size */
-	heap_add(h->s, HEAP_STRING, bytes);
+	lh_add(h, o, HEAP_STRING, bytes);
 	if (heap_string_wanted(h->s, len)) {
 		char buf[HEAP_STR_PREVIEW];
 		size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
@@ -115,7 +122,7 @@ static void add_open_uv(struct lh *h, uint64_t L)
 			h->s->bad++;
 			return;
 		}
-		heap_add(h->s, HEAP_UPVAL, h->gr == 8 ? 48 : 24);
+		lh_add(h, uv, HEAP_UPVAL, h->gr == 8 ? 48 : 24);
 		if (lj_read_ref(h->ol, h->m, uv, &uv) < 0)
 			return;
 	}
@@ -131,7 +138,7 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 		add_string(h, o);
 		break;
 	case LJ_GCT_UPVAL:
-		heap_add(s, HEAP_UPVAL, gc64 ? 48 : 24);
+		lh_add(h, o, HEAP_UPVAL, gc64 ? 48 : 24);
 		break;
 	case LJ_GCT_THREAD: {
 		uint32_t ss = rdu32(b, ol->L_stacksize);
@@ -140,26 +147,26 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 			break;
 		}
 		/* the main thread's lua_State is part of GG_State (not walked) */
-		heap_add(s, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss);
+		lh_add(h, o, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss);
 		add_open_uv(h, o);
 		break;
 	}
 	case LJ_GCT_PROTO:
-		heap_add(s, HEAP_PROTO, rdu32(b, ol->pt_sizept));
+		lh_add(h, o, HEAP_PROTO, rdu32(b, ol->pt_sizept));
 		break;
 	case LJ_GCT_FUNC: {
 		unsigned nup = b[ol->fn_ffid + 1];
 		if (b[ol->fn_ffid] == 0)   /* sizeLfunc */
-			heap_add(s, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup);
+			lh_add(h, o, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup);
 		else                       /* sizeCfunc */
-			heap_add(s, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup);
+			lh_add(h, o, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup);
 		break;
 	}
 	case LJ_GCT_TRACE:
-		heap_add(s, HEAP_TRACE, 0);
+		lh_add(h, o, HEAP_TRACE, 0);
 		break;
 	case LJ_GCT_CDATA:
-		heap_add(s, HEAP_CDATA, gc64 ? 16 : 8);
+		lh_add(h, o, HEAP_CDATA, gc64 ? 16 : 8);
 		break;
 	case LJ_GCT_TAB: {
 		uint32_t a, nn;
@@ -168,13 +175,13 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 			s->bad++;
 			break;
 		}
-		heap_add(s, HEAP_TABLE, self);
+		lh_add(h, o, HEAP_TABLE, self);
 		heap_table(s, o, self, a, nn);
 		break;
 	}
 	case LJ_GCT_UDATA: {
 		uint64_t len = rdu32(b, gc64 ? 24 : 12);
-		heap_add(s, HEAP_UDATA, (gc64 ? 48 : 24) + len);   /* sizeudata */
+		lh_add(h, o, HEAP_UDATA, (gc64 ? 48 : 24) + len);   /* sizeudata */
 		break;
 	}
 	default:
@@ -258,102 +265,274 @@ static void walk_strings(struct lh *h, uint64_t tab, uint32_t n)
 	}
 }
 
-/* ---- the path search ------------------------------------------------------- */
+/* ---- references (the graph's edges) ----------------------------------------- */
 
-/* The table a TValue (8 bytes at B) holds, or 0. */
-static uint64_t tv_table(const struct lh *h, const uint8_t *b)
+/* The GC object the TValue at B (8 bytes) holds, or 0: its type tag is
+ * one of ~LJ_TSTR (~4) .. ~LJ_TUDATA (~12). */
+static uint64_t tv_gc(const struct lh *h, const uint8_t *b)
 {
 	uint64_t v;
 	memcpy(&v, b, 8);
-	if (h->gr == 8)
-		return (uint32_t)((int64_t)v >> 47) == LH_TTAB ? v & ((1ull << 47) - 1) : 0;
-	return (uint32_t)(v >> 32) == LH_TTAB ? (uint32_t)v : 0;
+	uint32_t it = h->gr == 8 ? (uint32_t)((int64_t)v >> 47) : (uint32_t)(v >> 32);
+	if (it < 0xfffffff3u || it > LH_TSTR)
+		return 0;
+	uint64_t o = h->gr == 8 ? v & ((1ull << 47) - 1) : (uint32_t)v;
+	return lh_ptr_ok(o) ? o : 0;
 }
 
-static void key_name(struct lh *h, struct heap_path_node *e, const uint8_t *k)
+static void tvs_edges(struct lh *h, uint64_t a, uint64_t n, int kind, const char *name, int64_t base)
 {
-	uint64_t v;
-	memcpy(&v, k, 8);
-	uint32_t it = h->gr == 8 ? (uint32_t)((int64_t)v >> 47) : (uint32_t)(v >> 32);
-	if (it == LH_TSTR) {
-		uint64_t sp = h->gr == 8 ? v & ((1ull << 47) - 1) : (uint32_t)v;
-		uint8_t sb[32];
-		char buf[1025];
-		e->key = "?";
-		if (mem_read(h->m, sp, sb, h->lay->str_data) == 0) {
-			uint32_t len = rdu32(sb, h->lay->str_len);
-			size_t n = len < 1024 ? len : 1024;
-			if (mem_read(h->m, sp + h->lay->str_data, buf, n) == 0)
-				e->key = intern_n(buf, n);
+	uint8_t buf[LH_CHUNK * 8];
+	if (n > HEAP_MAX_TABLE_SLOTS)
+		n = HEAP_MAX_TABLE_SLOTS;
+	for (uint64_t j = 0; j < n; j += LH_CHUNK) {
+		uint64_t k = n - j < LH_CHUNK ? n - j : LH_CHUNK;
+		if (mem_read(h->m, a + 8 * j, buf, (size_t)(8 * k)) < 0)
+			return;
+		for (uint64_t i = 0; i < k; i++) {
+			uint64_t o = tv_gc(h, buf + 8 * i);
+			if (o)
+				heap_edge(h->s, o, kind, name, base + (int64_t)(j + i));
 		}
-	} else if (it < LH_TNUMX) {
-		double d;
-		memcpy(&d, &v, 8);
-		if (d > -9e15 && d < 9e15 && d == (double)(int64_t)d)
-			e->idx = (int64_t)d;
-		else
-			e->key = "<number key>";
-	} else {
-		e->key = "<key>";
 	}
 }
 
-static void path_expand(struct lh *h, int64_t i)
+/* The name of the string at SP (interned, at most 1024 bytes), or "?". */
+static const char *str_name(struct lh *h, uint64_t sp)
+{
+	uint8_t sb[32];
+	char buf[1025];
+	if (mem_read(h->m, sp, sb, h->lay->str_data) < 0)
+		return "?";
+	uint32_t len = rdu32(sb, h->lay->str_len);
+	size_t n = len < 1024 ? len : 1024;
+	if (mem_read(h->m, sp + h->lay->str_data, buf, n) < 0)
+		return "?";
+	return intern_n(buf, n);
+}
+
+static void table_edges(struct lh *h, uint64_t t)
 {
 	struct heap_state *s = h->s;
 	const struct lj_objlayout *ol = h->ol;
 	uint8_t b[96], buf[LH_CHUNK * 24];
 	uint32_t asize, nnode;
 	uint64_t self;
-	uint64_t t = s->pn[i].addr;
 	if (mem_read(h->m, t, b, h->gr == 8 ? 64 : 32) < 0 || tab_parts(h, b, &asize, &nnode, &self) < 0)
 		return;
+	uint64_t mt = rdref(h, b, ol->tab_array + 2 * (int)h->gr);
+	if (mt)
+		heap_edge(s, mt, HEAP_E_OTHER, "[metatable]", 0);
 	uint64_t arr = h->gr == 8 ? rdref(h, b, ol->tab_array) : rdu32(b, ol->tab_array);
 	uint64_t node = h->gr == 8 ? rdref(h, b, ol->tab_node) : rdu32(b, ol->tab_node);
-	if (asize > HEAP_MAX_TABLE_SLOTS)
-		asize = HEAP_MAX_TABLE_SLOTS;
-	for (uint32_t j = 0; j < asize && !s->path_cut; j += LH_CHUNK) {
-		uint32_t n = asize - j < LH_CHUNK ? asize - j : LH_CHUNK;
-		if (mem_read(h->m, arr + 8ull * j, buf, 8u * n) < 0)
-			break;
-		for (uint32_t k = 0; k < n; k++) {
-			uint64_t c = tv_table(h, buf + 8u * k);
-			if (c && heap_path_add(s, c, i, NULL, (int64_t)(j + k)) == -2)
-				return;
-		}
-	}
+	tvs_edges(h, arr, asize, HEAP_E_INDEX, NULL, 0);
 	if (nnode > HEAP_MAX_TABLE_SLOTS)
 		nnode = HEAP_MAX_TABLE_SLOTS;
-	for (uint32_t j = 0; j < nnode && !s->path_cut; j += LH_CHUNK) {
+	for (uint32_t j = 0; j < nnode; j += LH_CHUNK) {
 		uint32_t n = nnode - j < LH_CHUNK ? nnode - j : LH_CHUNK;
 		if (mem_read(h->m, node + 24ull * j, buf, 24u * n) < 0)
 			break;
 		for (uint32_t k = 0; k < n; k++) {
 			const uint8_t *nd = buf + 24u * k;
-			uint64_t c = tv_table(h, nd);
-			if (!c)
+			uint64_t v = tv_gc(h, nd), kv = tv_gc(h, nd + ol->node_key);
+			uint64_t raw;
+			memcpy(&raw, nd, 8);
+			uint32_t vit = h->gr == 8 ? (uint32_t)((int64_t)raw >> 47) : (uint32_t)(raw >> 32);
+			if (vit == 0xffffffffu)
+				continue;   /* nil value (~LJ_TNIL): a free or dead node */
+			if (kv)
+				heap_edge(s, kv, HEAP_E_OTHER, "[key]", 0);
+			if (!v)
 				continue;
-			int64_t e = heap_path_add(s, c, i, NULL, 0);
-			if (e == -2)
-				return;
-			if (e >= 0)
-				key_name(h, &s->pn[e], nd + ol->node_key);
+			if (heap_node_find(s, v) < 0) {
+				s->edges_lost++;
+				continue;
+			}
+			uint64_t kr;
+			memcpy(&kr, nd + ol->node_key, 8);
+			uint32_t it = h->gr == 8 ? (uint32_t)((int64_t)kr >> 47) : (uint32_t)(kr >> 32);
+			if (it == LH_TSTR) {
+				heap_edge(s, v, HEAP_E_KEY, str_name(h, kv), 0);
+			} else if (it < LH_TNUMX) {
+				double d;
+				memcpy(&d, &kr, 8);
+				if (d > -9e15 && d < 9e15 && d == (double)(int64_t)d)
+					heap_edge(s, v, HEAP_E_INDEX, NULL, (int64_t)d);
+				else
+					heap_edge(s, v, HEAP_E_OTHER, "[number key]", 0);
+			} else {
+				heap_edge(s, v, HEAP_E_OTHER, "[value of a non-string key]", 0);
+			}
 		}
 	}
 }
 
-static void path_search(struct lh *h, const uint8_t *gb)
+/* "upvalue 'x'": name I of prototype PT (its uvinfo: sizeuv names, each
+ * NUL-terminated, inside the proto's allocation), interned, or NULL. */
+static const char *upval_name(struct lh *h, uint64_t pt, unsigned i)
 {
-	uint8_t tv[8];
-	uint64_t env = 0, reg = tv_table(h, gb + h->lay->g_registrytv);
-	if (lj_read_ref(h->ol, h->m, h->mainth + h->ol->L_stack + 2u * h->gr, &env) == 0 && env &&
-	    lj_is_gct(h->ol, h->m, env, LJ_GCT_TAB))
-		heap_path_add(h->s, env, -1, "_G", 0);
-	(void)tv;
+	const struct lj_objlayout *ol = h->ol;
+	uint8_t b[128];
+	char names[1024];
+	if (mem_read(h->m, pt, b, ol->pt_size) < 0)
+		return NULL;
+	uint32_t sizept = rdu32(b, ol->pt_sizept);
+	uint64_t uvinfo = h->gr == 8 ? rdref(h, b, ol->pt_uvinfo) : rdu32(b, ol->pt_uvinfo);
+	if (!uvinfo || uvinfo < pt + ol->pt_size || uvinfo >= pt + sizept)
+		return NULL;
+	size_t n = (size_t)(pt + sizept - uvinfo);
+	if (n > sizeof names)
+		n = sizeof names;
+	if (mem_read(h->m, uvinfo, names, n) < 0)
+		return NULL;
+	size_t at = 0;
+	for (unsigned k = 0; k < i; k++) {
+		const char *z = memchr(names + at, 0, n - at);
+		if (!z)
+			return NULL;
+		at = (size_t)(z - names) + 1;
+	}
+	const char *z = memchr(names + at, 0, n - at);
+	if (!z || at >= n)
+		return NULL;
+	return internf("upvalue '%.*s'", (int)(z - names - (ptrdiff_t)at), names + at);
+}
+
+static void func_edges(struct lh *h, uint64_t o)
+{
+	struct heap_state *s = h->s;
+	const struct lj_objlayout *ol = h->ol;
+	int gc64 = h->gr == 8;
+	uint8_t b[64];
+	if (mem_read(h->m, o, b, gc64 ? 48 : 24) < 0)
+		return;
+	unsigned nup = b[ol->fn_ffid + 1];
+	uint64_t env = rdref(h, b, gc64 ? 16 : 8);
+	if (env)
+		heap_edge(s, env, HEAP_E_OTHER, "[env]", 0);
+	if (b[ol->fn_ffid] != 0) {
+		tvs_edges(h, o + (gc64 ? 48 : 32), nup, HEAP_E_OTHER, "[C upvalue]", 0);
+		return;
+	}
+	uint64_t pc;
+	memcpy(&pc, b + ol->fn_pc, 8);
+	if (!gc64)
+		pc &= 0xffffffffu;
+	uint64_t pt = pc - ol->pt_size;
+	if (lh_ptr_ok(pt))
+		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
+	uint8_t uv[256 * 8];
+	if (!nup || mem_read(h->m, o + (gc64 ? 40 : 20), uv, (size_t)h->gr * nup) < 0)
+		return;
+	for (unsigned i = 0; i < nup; i++) {
+		uint64_t u = rdref(h, uv, (int)(h->gr * i));
+		const char *nm = upval_name(h, pt, i);
+		if (u)
+			heap_edge(s, u, HEAP_E_OTHER, nm ? nm : "[upvalue]", 0);
+	}
+}
+
+static void upval_edges(struct lh *h, uint64_t o)
+{
+	uint8_t b[48];
+	if (mem_read(h->m, o, b, h->gr == 8 ? 48 : 24) < 0)
+		return;
+	if (b[h->ol->gct + 1]) {   /* closed: the value is in the upvalue */
+		uint64_t v = tv_gc(h, b + (h->gr == 8 ? 16 : 8));
+		if (v)
+			heap_edge(h->s, v, HEAP_E_OTHER, "[value]", 0);
+	}
+}
+
+static void proto_edges(struct lh *h, uint64_t o)
+{
+	struct heap_state *s = h->s;
+	const struct lj_objlayout *ol = h->ol;
+	uint8_t b[128];
+	if (mem_read(h->m, o, b, ol->pt_size) < 0)
+		return;
+	uint64_t chunk = rdref(h, b, ol->pt_chunkname);
+	if (chunk)
+		heap_edge(s, chunk, HEAP_E_OTHER, "[source]", 0);
+	uint64_t k = h->gr == 8 ? rdref(h, b, ol->pt_k) : rdu32(b, ol->pt_k);
+	uint32_t nkgc = rdu32(b, ol->pt_sizekgc);
+	uint32_t sizept = rdu32(b, ol->pt_sizept);
+	/* the GC constants are the GCRefs just below k, inside the proto */
+	if (nkgc > sizept / h->gr || k < o + (uint64_t)h->gr * nkgc)
+		return;
+	uint8_t buf[LH_CHUNK * 8];
+	for (uint32_t j = 0; j < nkgc; j += LH_CHUNK) {
+		uint32_t n = nkgc - j < LH_CHUNK ? nkgc - j : LH_CHUNK;
+		uint64_t lo = k - (uint64_t)h->gr * (j + n);
+		if (mem_read(h->m, lo, buf, (size_t)h->gr * n) < 0)
+			return;
+		for (uint32_t i = 0; i < n; i++) {
+			uint64_t c = rdref(h, buf, (int)(h->gr * i));
+			if (c)
+				heap_edge(s, c, HEAP_E_OTHER, "[constant]", 0);
+		}
+	}
+}
+
+static void thread_edges(struct lh *h, uint64_t L)
+{
+	struct heap_state *s = h->s;
+	const struct lj_objlayout *ol = h->ol;
+	uint8_t b[128];
+	if (lj_read_thread(ol, h->m, L, b) < 0)
+		return;
+	uint64_t stack = h->gr == 8 ? rdref(h, b, ol->L_stack) : rdu32(b, ol->L_stack), top;
+	memcpy(&top, b + ol->L_top, 8);
+	if (top > stack && (top - stack) / 8 < LH_MAX_STACK)
+		tvs_edges(h, stack, (top - stack) / 8, HEAP_E_OTHER, "[stack]", 0);
+	uint64_t env = rdref(h, b, ol->L_stack + 2 * (int)h->gr);
+	if (env)
+		heap_edge(s, env, HEAP_E_OTHER, "[env]", 0);
+	uint64_t uv = rdref(h, b, ol->L_stack + (int)h->gr);
+	for (int n = 0; uv && n < LH_MAX_UV; n++) {
+		heap_edge(s, uv, HEAP_E_OTHER, "[open upvalue]", 0);
+		if (!lh_ptr_ok(uv) || lj_read_ref(ol, h->m, uv, &uv) < 0)
+			break;
+	}
+}
+
+static void udata_edges(struct lh *h, uint64_t o)
+{
+	uint8_t b[48];
+	int gc64 = h->gr == 8;
+	if (mem_read(h->m, o, b, gc64 ? 40 : 20) < 0)
+		return;
+	uint64_t env = rdref(h, b, gc64 ? 16 : 8), mt = rdref(h, b, gc64 ? 32 : 16);
+	if (mt)
+		heap_edge(h->s, mt, HEAP_E_OTHER, "[metatable]", 0);
+	if (env)
+		heap_edge(h->s, env, HEAP_E_OTHER, "[env]", 0);
+}
+
+/* The references of every node, in node order: the root's first. */
+static void edge_pass(struct lh *h, const uint8_t *gb)
+{
+	struct heap_state *s = h->s;
+	heap_edges_begin(s, 0);
+	uint64_t env = 0, reg = tv_gc(h, gb + h->lay->g_registrytv);
+	if (lj_read_ref(h->ol, h->m, h->mainth + h->ol->L_stack + 2u * h->gr, &env) == 0 && env)
+		heap_edge(s, env, HEAP_E_ROOT, "_G", 0);
 	if (reg)
-		heap_path_add(h->s, reg, -1, "registry", 0);
-	for (size_t i = 0; i < h->s->npn && !h->s->path_cut; i++)
-		path_expand(h, (int64_t)i);
+		heap_edge(s, reg, HEAP_E_ROOT, "registry", 0);
+	heap_edge(s, h->mainth, HEAP_E_ROOT, "main thread", 0);
+	for (size_t i = 1; i < s->nn && !s->graph_cut; i++) {
+		heap_edges_begin(s, (uint32_t)i);
+		uint64_t o = s->naddr[i];
+		switch (s->ntype[i]) {
+		case HEAP_TABLE: table_edges(h, o); break;
+		case HEAP_LFUNC: case HEAP_CFUNC: func_edges(h, o); break;
+		case HEAP_UPVAL: upval_edges(h, o); break;
+		case HEAP_PROTO: proto_edges(h, o); break;
+		case HEAP_THREAD: thread_edges(h, o); break;
+		case HEAP_UDATA: udata_edges(h, o); break;
+		default: break;
+		}
+	}
 }
 
 /* ---- one state ---------------------------------------------------------------- */
@@ -361,6 +540,7 @@ static void path_search(struct lh *h, const uint8_t *gb)
 static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_state *s)
 {
 	struct lh h = { vm->lay, vm->ol, m, s, g, 0, vm->ol->gcref };
+	heap_node(s, 0, HEAP_STRTAB, 0);   /* the graph's root */
 	const struct lj_layout *lay = vm->lay;
 	uint8_t gb[1024];
 	if (lay->g_registrytv + 16 > (int)sizeof gb || mem_read(m, g, gb, sizeof gb) < 0)
@@ -410,7 +590,7 @@ static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_stat
 		}
 	}
 	s->not_walked = "GG_State (main thread, global and JIT state, dispatch), JIT buffers and traces, cdata payloads";
-	path_search(&h, gb);
+	edge_pass(&h, gb);
 	msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)g,
 		  (unsigned long long)s->objects, (unsigned long long)s->bad);
 	return 0;

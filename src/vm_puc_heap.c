@@ -65,6 +65,13 @@ static void ph_setup(struct ph *p)
 
 /* ---- sizes ------------------------------------------------------------------- */
 
+/* Count object O of TYPE and BYTES, and make it a node of the graph. */
+static void ph_add(struct ph *p, uint64_t o, int type, uint64_t bytes)
+{
+	heap_add(p->s, type, bytes);
+	heap_node(p->s, o, type, bytes);
+}
+
 /* Bytes of the TString at O with header H (ts_data bytes); *LEN its length. */
 static int str_size(struct ph *p, const uint8_t *h, uint64_t *len, uint64_t *bytes)
 {
@@ -86,7 +93,7 @@ static void add_string(struct ph *p, uint64_t o, const uint8_t *h)
 		p->s->bad++;
 		return;
 	}
-	heap_add(p->s, HEAP_STRING, bytes);
+	ph_add(p, o, HEAP_STRING, bytes);
 	if (heap_string_wanted(p->s, len)) {
 		char buf[HEAP_STR_PREVIEW];
 		size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
@@ -137,7 +144,7 @@ static void add_table(struct ph *p, uint64_t o)
 	}
 	uint64_t bytes = (uint64_t)p->sizeof_table + (uint64_t)asize * 16 +
 			 (uint64_t)nnode * (uint64_t)p->lay->node_size;
-	heap_add(p->s, HEAP_TABLE, bytes);
+	ph_add(p, o, HEAP_TABLE, bytes);
 	heap_table(p->s, o, bytes, asize, nnode);
 }
 
@@ -176,10 +183,10 @@ static void add_closure(struct ph *p, uint64_t o, unsigned tt)
 	unsigned nup = h[l->cl_nupvalues];
 	int isC = l->minor == 1 ? h[l->cl_isC] != 0 : tt == l->gct_ccl;
 	if (isC) {
-		heap_add(p->s, HEAP_CFUNC, (uint64_t)l->ccl_upvalue + 16u * nup);
+		ph_add(p, o, HEAP_CFUNC, (uint64_t)l->ccl_upvalue + 16u * nup);
 		return;
 	}
-	heap_add(p->s, HEAP_LFUNC, (uint64_t)l->lcl_p + 8 + 8u * nup);
+	ph_add(p, o, HEAP_LFUNC, (uint64_t)l->lcl_p + 8 + 8u * nup);
 	if (!p->tt_uv && nup) {
 		uint64_t uv[256];
 		if (mem_read(p->m, o + (uint64_t)l->lcl_p + 8, uv, 8u * nup) == 0)
@@ -208,7 +215,7 @@ static void add_proto(struct ph *p, uint64_t o)
 		     16ull * (uint64_t)nk + (uint64_t)p->lineinfo_size * (uint64_t)nline +
 		     8ull * (uint64_t)nabs + 16ull * (uint64_t)nloc +
 		     (uint64_t)l->upval_stride * (uint64_t)nup;
-	heap_add(p->s, HEAP_PROTO, b);
+	ph_add(p, o, HEAP_PROTO, b);
 }
 
 static void add_udata(struct ph *p, uint64_t o)
@@ -229,7 +236,7 @@ static void add_udata(struct ph *p, uint64_t o)
 	} else {
 		b = 40 + len;
 	}
-	heap_add(p->s, HEAP_UDATA, b);
+	ph_add(p, o, HEAP_UDATA, b);
 }
 
 /* Thread L: lua_State (+ LUAI_EXTRASPACE), its stack, its CallInfos. The
@@ -272,7 +279,20 @@ static void add_thread(struct ph *p, uint64_t L)
 		}
 	}
 	uint64_t self = L == p->mainthread ? (uint64_t)l->lg_size : (uint64_t)(l->lx_l + l->L_size);
-	heap_add(p->s, HEAP_THREAD, self + slots * 16 + ci_bytes);
+	ph_add(p, L, HEAP_THREAD, self + slots * 16 + ci_bytes);
+	/* 5.1, 5.2: open upvalues hang off the thread (openupval), not allgc */
+	if (l->minor <= 2) {
+		uint64_t uv = g64(lb, l->minor == 1 ? 152 : 96);
+		for (int n = 0; uv && n < PH_MAX_CI; n++) {
+			uint8_t h[16];
+			if (!ptr_ok(uv) || mem_read(p->m, uv, h, sizeof h) < 0 || h[8] != p->tt_uv) {
+				p->s->bad++;
+				break;
+			}
+			ph_add(p, uv, HEAP_UPVAL, 40);
+			uv = g64(h, 0);
+		}
+	}
 }
 
 /* Count one object at O by its type. Returns -1 when the walk must stop. */
@@ -297,7 +317,7 @@ static int add_object(struct ph *p, uint64_t o, unsigned tt)
 	} else if (tt == p->tt_proto) {
 		add_proto(p, o);
 	} else if (p->tt_uv && tt == p->tt_uv) {
-		heap_add(p->s, HEAP_UPVAL, 40);
+		ph_add(p, o, HEAP_UPVAL, 40);
 	} else {
 		p->s->bad++;
 		return -1;   /* a type we do not know: the list is not trusted past it */
@@ -355,83 +375,249 @@ static void walk_strt(struct ph *p, uint64_t hash, uint32_t size)
 	}
 }
 
-/* ---- the path search ------------------------------------------------------- */
+/* ---- references (the graph's edges) ----------------------------------------- */
 
-/* The table in TValue TV (16 bytes), or 0. */
-static uint64_t tv_table(const struct puc_layout *l, const uint8_t *tv)
+/* The GC object a TValue (16 bytes at TV) holds, or 0. */
+static uint64_t tv_gc(const struct puc_layout *l, const uint8_t *tv)
 {
-	return tv_tag(l, tv) == l->tag_table && ptr_ok(g64(tv, 0)) ? g64(tv, 0) : 0;
+	unsigned tag = tv_tag(l, tv);
+	int gc = l->minor == 1 ? tag >= 4 && tag <= 8 : (tag & 0x40) != 0;
+	return gc && ptr_ok(g64(tv, 0)) ? g64(tv, 0) : 0;
 }
 
-/* Follow the array and hash parts of table entry I of the search. */
-static void path_expand(struct ph *p, int64_t i)
+/* An edge to what TValue TV holds, if anything. */
+static void tv_edge(struct ph *p, const uint8_t *tv, int kind, const char *name, int64_t idx)
+{
+	uint64_t o = tv_gc(p->lay, tv);
+	if (o)
+		heap_edge(p->s, o, kind, name, idx);
+}
+
+/* Edges to the N TValues at A (read in chunks), named KIND NAME, or
+ * (KIND HEAP_E_INDEX) by position from BASE. */
+static void tvs_edges(struct ph *p, uint64_t a, uint64_t n, int kind, const char *name, int64_t base)
+{
+	uint8_t buf[PH_CHUNK * 16];
+	if (n > HEAP_MAX_TABLE_SLOTS)
+		n = HEAP_MAX_TABLE_SLOTS;
+	for (uint64_t j = 0; j < n; j += PH_CHUNK) {
+		uint64_t k = n - j < PH_CHUNK ? n - j : PH_CHUNK;
+		if (mem_read(p->m, a + 16 * j, buf, (size_t)(16 * k)) < 0)
+			return;
+		for (uint64_t i = 0; i < k; i++)
+			tv_edge(p, buf + 16 * i, kind, name, base + (int64_t)(j + i));
+	}
+}
+
+static void table_edges(struct ph *p, uint64_t t)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
-	uint64_t t = s->pn[i].addr;
-	uint8_t h[64], buf[PH_CHUNK * 16];
+	uint8_t h[64], buf[PH_CHUNK * 40];
 	uint32_t asize, nnode;
 	uint64_t node;
 	if (mem_read(p->m, t, h, (size_t)p->sizeof_table) < 0 || tab_parts(p, h, &asize, &nnode, &node) < 0)
 		return;
-	uint64_t arr = g64(h, l->t_array);
-	if (asize > HEAP_MAX_TABLE_SLOTS)
-		asize = HEAP_MAX_TABLE_SLOTS;
-	for (uint32_t j = 0; j < asize && !s->path_cut; j += PH_CHUNK) {
-		uint32_t n = asize - j < PH_CHUNK ? asize - j : PH_CHUNK;
-		if (mem_read(p->m, arr + 16ull * j, buf, 16u * n) < 0)
-			break;
-		for (uint32_t k = 0; k < n; k++) {
-			uint64_t c = tv_table(l, buf + 16u * k);
-			if (c && heap_path_add(s, c, i, NULL, (int64_t)j + k + 1) == -2)
-				return;
-		}
-	}
+	if (ptr_ok(g64(h, l->t_metatable)))
+		heap_edge(s, g64(h, l->t_metatable), HEAP_E_OTHER, "[metatable]", 0);
+	tvs_edges(p, g64(h, l->t_array), asize, HEAP_E_INDEX, NULL, 1);
 	if (nnode > HEAP_MAX_TABLE_SLOTS)
 		nnode = HEAP_MAX_TABLE_SLOTS;
 	uint32_t per = (uint32_t)(sizeof buf / (size_t)l->node_size);
-	for (uint32_t j = 0; j < nnode && !s->path_cut; j += per) {
+	for (uint32_t j = 0; j < nnode; j += per) {
 		uint32_t n = nnode - j < per ? nnode - j : per;
 		if (mem_read(p->m, node + (uint64_t)l->node_size * j, buf, (size_t)l->node_size * n) < 0)
 			break;
 		for (uint32_t k = 0; k < n; k++) {
 			const uint8_t *nd = buf + (size_t)l->node_size * k;
-			uint64_t c = tv_table(l, nd);
-			if (!c)
-				continue;
-			int64_t e = heap_path_add(s, c, i, NULL, 0);
-			if (e == -2)
-				return;
-			if (e < 0)
-				continue;
+			uint64_t v = tv_gc(l, nd);
 			unsigned kt = l->node_key_tt_size == 1 ? nd[l->node_key_tt] : g32(nd, l->node_key_tt);
 			uint64_t kv = g64(nd, l->node_key_val);
+			if (tv_tag(l, nd) == l->tag_nil)
+				continue;   /* an empty or dead entry */
+			int kgc = l->minor == 1 ? kt >= 4 && kt <= 8 : (kt & 0x40) != 0;
+			if (kgc && ptr_ok(kv))
+				heap_edge(s, kv, HEAP_E_OTHER, "[key]", 0);
+			if (!v)
+				continue;
+			if (heap_node_find(s, v) < 0) {
+				s->edges_lost++;
+				continue;
+			}
 			if (kt == l->tag_sstr || kt == l->tag_lstr) {
-				s->pn[e].key = intern_tstring(l, p->m, kv);
-				if (!s->pn[e].key)
-					s->pn[e].key = "?";
+				const char *name = intern_tstring(l, p->m, kv);
+				heap_edge(s, v, HEAP_E_KEY, name ? name : "?", 0);
 			} else if (l->minor >= 3 && kt == 3) {
-				s->pn[e].idx = (int64_t)kv;
+				heap_edge(s, v, HEAP_E_INDEX, NULL, (int64_t)kv);
 			} else if (l->minor <= 2 && kt == 3) {
 				double d;
 				memcpy(&d, &kv, 8);
 				if (d > -9e15 && d < 9e15 && d == (double)(int64_t)d)
-					s->pn[e].idx = (int64_t)d;
+					heap_edge(s, v, HEAP_E_INDEX, NULL, (int64_t)d);
 				else
-					s->pn[e].key = "<number key>";
+					heap_edge(s, v, HEAP_E_OTHER, "[number key]", 0);
 			} else {
-				s->pn[e].key = "<key>";
+				heap_edge(s, v, HEAP_E_OTHER, "[value of a non-string key]", 0);
 			}
 		}
 	}
 }
 
-static void path_search(struct ph *p, const uint8_t *lb, const uint8_t *gb)
+/* Name of upvalue I of Proto PT ("upvalue 'x'"), interned; NULL if none. */
+static const char *upval_name(struct ph *p, uint64_t pt, unsigned i)
 {
 	const struct puc_layout *l = p->lay;
-	uint64_t reg = tv_table(l, gb + l->g_l_registry), globals = 0;
+	uint8_t h[128];
+	if (!ptr_ok(pt) || mem_read(p->m, pt, h, (size_t)p->sizeof_proto) < 0)
+		return NULL;
+	uint32_t n = g32(h, l->p_sizeupvalues);
+	uint64_t a = g64(h, l->p_upvalues), sa;
+	if (i >= n || !ptr_ok(a) || rd64(p->m, a + (uint64_t)l->upval_stride * i, &sa) < 0)
+		return NULL;
+	const char *nm = intern_tstring(l, p->m, sa);
+	return nm ? internf("upvalue '%s'", nm) : NULL;
+}
+
+static void closure_edges(struct ph *p, uint64_t o, unsigned tt)
+{
+	const struct puc_layout *l = p->lay;
+	struct heap_state *s = p->s;
+	uint8_t h[48];
+	if (mem_read(p->m, o, h, 32) < 0)
+		return;
+	unsigned nup = h[l->cl_nupvalues];
+	int isC = l->minor == 1 ? h[l->cl_isC] != 0 : tt == l->gct_ccl;
+	if (l->minor == 1 && ptr_ok(g64(h, 24)))
+		heap_edge(s, g64(h, 24), HEAP_E_OTHER, "[env]", 0);
+	if (isC) {
+		tvs_edges(p, o + (uint64_t)l->ccl_upvalue, nup, HEAP_E_OTHER, "[C upvalue]", 0);
+		return;
+	}
+	uint64_t pt;
+	if (rd64(p->m, o + (uint64_t)l->lcl_p, &pt) < 0)
+		return;
+	if (ptr_ok(pt))
+		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
+	uint64_t uv[256];
+	if (!nup || mem_read(p->m, o + (uint64_t)l->lcl_p + 8, uv, 8u * nup) < 0)
+		return;
+	for (unsigned i = 0; i < nup; i++) {
+		if (!ptr_ok(uv[i]))
+			continue;
+		const char *nm = upval_name(p, pt, i);
+		if (!nm)
+			nm = "[upvalue]";
+		if (p->tt_uv) {
+			heap_edge(s, uv[i], HEAP_E_OTHER, nm, 0);
+		} else {
+			/* 5.3: the UpVal is no object: the closure holds its value */
+			uint64_t v;
+			uint8_t tv[16];
+			if (rd64(p->m, uv[i], &v) == 0 && ptr_ok(v) && mem_read(p->m, v, tv, 16) == 0)
+				tv_edge(p, tv, HEAP_E_OTHER, nm, 0);
+		}
+	}
+}
+
+/* A closed upvalue holds its value (v points at its own u.value, +24);
+ * an open one points into a stack, which holds the value. */
+static void upval_edges(struct ph *p, uint64_t o)
+{
+	uint8_t h[40];
+	if (mem_read(p->m, o, h, 40) < 0)
+		return;
+	if (g64(h, 16) == o + 24)
+		tv_edge(p, h + 24, HEAP_E_OTHER, "[value]", 0);
+}
+
+static void proto_edges(struct ph *p, uint64_t o)
+{
+	const struct puc_layout *l = p->lay;
+	struct heap_state *s = p->s;
+	uint8_t h[128];
+	if (mem_read(p->m, o, h, (size_t)p->sizeof_proto) < 0)
+		return;
+	uint32_t nk = g32(h, l->p_sizek), np = g32(h, l->p_sizep), nup = g32(h, l->p_sizeupvalues),
+		 nloc = g32(h, l->p_sizelocvars);
+	if (ptr_ok(g64(h, l->p_source)))
+		heap_edge(s, g64(h, l->p_source), HEAP_E_OTHER, "[source]", 0);
+	tvs_edges(p, g64(h, l->p_k), nk, HEAP_E_OTHER, "[constant]", 0);
+	uint64_t buf[PH_CHUNK * 2];
+	uint64_t pa = g64(h, l->p_p);
+	for (uint32_t j = 0; j < np && j < HEAP_MAX_TABLE_SLOTS; j += PH_CHUNK) {
+		uint32_t n = np - j < PH_CHUNK ? np - j : PH_CHUNK;
+		if (mem_read(p->m, pa + 8ull * j, buf, 8u * n) < 0)
+			break;
+		for (uint32_t k = 0; k < n; k++)
+			if (ptr_ok(buf[k]))
+				heap_edge(s, buf[k], HEAP_E_OTHER, "[inner function]", 0);
+	}
+	/* debug names: upvalue names (stride 8 or 16) and local names (16) */
+	uint64_t ua = g64(h, l->p_upvalues), la = g64(h, l->p_locvars);
+	unsigned st = (unsigned)l->upval_stride / 8;
+	for (uint32_t j = 0; j < nup && j < PH_CHUNK; j++)
+		if (mem_read(p->m, ua + 8ull * st * j, buf, 8) == 0 && ptr_ok(buf[0]))
+			heap_edge(s, buf[0], HEAP_E_OTHER, "[debug name]", 0);
+	for (uint32_t j = 0; j < nloc && j < PH_CHUNK; j++)
+		if (mem_read(p->m, la + 16ull * j, buf, 8) == 0 && ptr_ok(buf[0]))
+			heap_edge(s, buf[0], HEAP_E_OTHER, "[debug name]", 0);
+}
+
+static void thread_edges(struct ph *p, uint64_t L)
+{
+	const struct puc_layout *l = p->lay;
+	struct heap_state *s = p->s;
+	uint8_t lb[256];
+	if (mem_read(p->m, L, lb, (size_t)l->L_size) < 0)
+		return;
+	uint64_t stack = g64(lb, l->L_stack), top = g64(lb, l->L_top);
+	if (top > stack && (top - stack) / 16 < PH_MAX_STACK)
+		tvs_edges(p, stack, (top - stack) / 16, HEAP_E_OTHER, "[stack]", 0);
+	if (l->minor == 1)
+		tv_edge(p, lb + 120, HEAP_E_OTHER, "[globals]", 0);
+	if (l->minor <= 2) {
+		uint64_t uv = g64(lb, l->minor == 1 ? 152 : 96);
+		for (int n = 0; uv && n < PH_MAX_CI; n++) {
+			heap_edge(s, uv, HEAP_E_OTHER, "[open upvalue]", 0);
+			if (!ptr_ok(uv) || rd64(p->m, uv, &uv) < 0)
+				break;
+		}
+	}
+}
+
+static void udata_edges(struct ph *p, uint64_t o)
+{
+	const struct puc_layout *l = p->lay;
+	struct heap_state *s = p->s;
+	uint8_t h[48];
+	if (mem_read(p->m, o, h, 40) < 0)
+		return;
+	uint64_t mt = g64(h, l->minor == 4 ? 24 : 16);
+	if (ptr_ok(mt))
+		heap_edge(s, mt, HEAP_E_OTHER, "[metatable]", 0);
+	if (l->minor <= 2 && ptr_ok(g64(h, 24))) {
+		heap_edge(s, g64(h, 24), HEAP_E_OTHER, "[env]", 0);
+	} else if (l->minor == 3) {
+		uint8_t tv[16];
+		memcpy(tv, h + 32, 8);
+		memset(tv + 8, 0, 8);
+		tv[8] = h[9];   /* ttuv_ */
+		tv_edge(p, tv, HEAP_E_OTHER, "[user value]", 0);
+	} else if (l->minor == 4) {
+		unsigned nuv = g16(h, 10);
+		tvs_edges(p, o + 40, nuv, HEAP_E_OTHER, "[user value]", 0);
+	}
+}
+
+/* The references of every node, in node order: the root's first. */
+static void edge_pass(struct ph *p, const uint8_t *lb, const uint8_t *gb)
+{
+	const struct puc_layout *l = p->lay;
+	struct heap_state *s = p->s;
+	heap_edges_begin(s, 0);
+	uint64_t reg = tv_gc(l, gb + l->g_l_registry), globals = 0;
 	if (l->minor == 1) {
-		globals = tv_table(l, lb + 120);   /* lua_State.l_gt (5.1) */
+		globals = tv_gc(l, lb + 120);   /* lua_State.l_gt (5.1) */
 	} else if (reg) {
 		/* registry[LUA_RIDX_GLOBALS = 2], in the array part */
 		uint8_t h[64], tv[16];
@@ -440,14 +626,29 @@ static void path_search(struct ph *p, const uint8_t *lb, const uint8_t *gb)
 		if (mem_read(p->m, reg, h, (size_t)p->sizeof_table) == 0 &&
 		    tab_parts(p, h, &asize, &nnode, &node) == 0 && asize >= 2 &&
 		    mem_read(p->m, g64(h, l->t_array) + 16, tv, 16) == 0)
-			globals = tv_table(l, tv);
+			globals = tv_gc(l, tv);
 	}
 	if (globals)
-		heap_path_add(p->s, globals, -1, "_G", 0);
+		heap_edge(s, globals, HEAP_E_ROOT, "_G", 0);
 	if (reg)
-		heap_path_add(p->s, reg, -1, "registry", 0);
-	for (size_t i = 0; i < p->s->npn && !p->s->path_cut; i++)
-		path_expand(p, (int64_t)i);
+		heap_edge(s, reg, HEAP_E_ROOT, "registry", 0);
+	heap_edge(s, p->L, HEAP_E_ROOT, "main thread", 0);
+	for (size_t i = 1; i < s->nn && !s->graph_cut; i++) {
+		heap_edges_begin(s, (uint32_t)i);
+		uint64_t o = s->naddr[i];
+		uint8_t h[16];
+		if (mem_read(p->m, o, h, sizeof h) < 0)
+			continue;
+		switch (s->ntype[i]) {
+		case HEAP_TABLE: table_edges(p, o); break;
+		case HEAP_LFUNC: case HEAP_CFUNC: closure_edges(p, o, h[8]); break;
+		case HEAP_UPVAL: upval_edges(p, o); break;
+		case HEAP_PROTO: proto_edges(p, o); break;
+		case HEAP_THREAD: thread_edges(p, o); break;
+		case HEAP_UDATA: udata_edges(p, o); break;
+		default: break;
+		}
+	}
 }
 
 /* ---- one state ---------------------------------------------------------------- */
@@ -462,6 +663,7 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	p.s = s;
 	p.L = L;
 	ph_setup(&p);
+	heap_node(s, 0, HEAP_STRTAB, 0);   /* the graph's root */
 	uint8_t lb[256], gb[512];
 	if (l->L_size > (int)sizeof lb || mem_read(m, L, lb, (size_t)l->L_size) < 0)
 		return -LS_E_FAULT;
@@ -511,7 +713,7 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	}
 	s->not_walked = l->minor == 3 ? "upvalues no closure holds, the VM's small buffers"
 				      : "the VM's small buffers";
-	path_search(&p, lb, gb);
+	edge_pass(&p, lb, gb);
 	free(p.uv);
 	htab_free(&p.uvidx);
 	msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)L,
