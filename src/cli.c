@@ -70,9 +70,11 @@ static const struct cli_option {
 	  "no torn samples, longer stops" },
 	{ "output", 'o', 'o', "FILE", R | H, GRP_OUTPUT,
 	  "output file (record: default luaspy-PID.svg; heap: stdout)" },
-	{ "format", 'f', 'f', "FORMAT", R, GRP_OUTPUT,
-	  "flamegraph, folded, speedscope or pprof\n"
-	  "(default: from the extension of FILE, else flamegraph)" },
+	{ "format", 'f', 'f', "FORMAT", R | H, GRP_OUTPUT,
+	  "record: flamegraph, folded, speedscope or pprof\n"
+	  "(default: from the extension of FILE, else flamegraph);\n"
+	  "heap: text or heapsnapshot (default: heapsnapshot\n"
+	  "for a FILE ending in .heapsnapshot, else text)" },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
 	  "add a root frame per thread" },
 	{ "function", 'F', 'F', NULL, R | T, GRP_OUTPUT,
@@ -272,6 +274,16 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	}
 	case 'o': o->output = arg; break;
 	case 'f':
+		if (o->cmd == CMD_HEAP) {
+			if (!strcmp(arg, "text"))
+				o->heap_format = HEAP_FMT_TEXT;
+			else if (!strcmp(arg, "heapsnapshot"))
+				o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
+			else
+				return usage_error("unknown heap format '%s': expected text or heapsnapshot", arg);
+			o->format = 0;
+			break;
+		}
 		o->format = out_format_parse(arg);
 		if (o->format < 0)
 			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope or pprof", arg);
@@ -405,6 +417,11 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
+	if (o->cmd == CMD_HEAP && o->format < 0 && o->output) {
+		size_t ol = strlen(o->output);
+		if (ol >= 13 && !strcmp(o->output + ol - 13, ".heapsnapshot"))
+			o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
+	}
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)

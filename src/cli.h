@@ -32,7 +32,10 @@ struct cli_opts {
 	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
+	int heap_format;           /* heap -f: HEAP_FMT_* */
 };
+
+enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
  * each command takes, their values). Prints help, the version or (for

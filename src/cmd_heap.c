@@ -111,7 +111,8 @@ static int heap_run(struct cli_opts *o, FILE *f)
 	if (rc == 0) {
 		struct mem_cache mc;
 		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
-		n = t->vm_ops->heap(t->vm, t, &mc.base, &hs);
+		unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
+		n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
 		mem_cache_free(&mc);
 	}
 	for (int i = 0; i < nth; i++)
@@ -139,11 +140,28 @@ static int heap_run(struct cli_opts *o, FILE *f)
 			if (!hs[i].cut)
 				hs[i].cut = "the target exiting (what was read is shown)";
 	const char *desc = t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
-	heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
-	if (notstopped)
-		fprintf(f, "\nwarning: %d of %d threads could not be stopped; the walk may be inconsistent\n",
-			notstopped, nth);
-	int werr = fflush(f) != 0 || ferror(f);
+	int werr = 0;
+	if (o->heap_format == HEAP_FMT_HEAPSNAPSHOT) {
+		werr = out_heapsnapshot_write(f, hs, n) < 0;
+		/* what the snapshot cannot say goes to stderr, one line each */
+		for (int i = 0; i < n; i++) {
+			if (hs[i].cut)
+				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].cut);
+			if (hs[i].graph_cut)
+				msg_error("pid %d: state 0x%llx: no references in the snapshot: %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].graph_cut);
+		}
+		if (notstopped)
+			msg_error("pid %d: %d of %d threads could not be stopped; the walk may be inconsistent",
+				  (int)o->pid, notstopped, nth);
+	} else {
+		heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
+		if (notstopped)
+			fprintf(f, "\nwarning: %d of %d threads could not be stopped; the walk may be inconsistent\n",
+				notstopped, nth);
+	}
+	werr |= fflush(f) != 0 || ferror(f);
 	for (int i = 0; i < n; i++)
 		heap_state_free(&hs[i]);
 	free(hs);

@@ -38,6 +38,7 @@ void heap_state_free(struct heap_state *s)
 	free(s->naddr);
 	free(s->nself);
 	free(s->ntype);
+	free(s->nname);
 	free(s->efirst);
 	free(s->e);
 	free(s->pparent);
@@ -139,11 +140,27 @@ int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 	int64_t i = htab_find(&s->nidx, h, node_eq, &k, &pos);
 	if (i >= 0)
 		return i;
+	if (s->want_names) {
+		if (array_grow(&s->nname, &s->capname, s->nn + 1, sizeof *s->nname) < 0) {
+			s->graph_cut = "out of memory";
+			return -1;
+		}
+		s->nname[s->nn] = NULL;
+	}
 	s->naddr[s->nn] = addr;
 	s->nself[s->nn] = bytes > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)bytes;
 	s->ntype[s->nn] = (uint8_t)type;
 	htab_insert(&s->nidx, pos, h, (uint32_t)s->nn);
 	return (int64_t)s->nn++;
+}
+
+void heap_node_name(struct heap_state *s, int64_t i, const char *name)
+{
+	if (!s->want_names || i < 0 || (size_t)i >= s->nn)
+		return;
+	if (array_grow(&s->nname, &s->capname, s->nn, sizeof *s->nname) < 0)
+		return;
+	s->nname[i] = name;
 }
 
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr)

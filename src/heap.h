@@ -37,6 +37,8 @@ enum heap_type {
 /* Printable name of type T ("tables"). */
 const char *heap_type_name(int t);
 
+#define HEAP_WANT_NAMES 0x1     /* vm_ops.heap flag: name every node (heap_node_name) */
+
 #define HEAP_TOP 10              /* entries in each "largest" list */
 #define HEAP_TOP_RETAINERS 20    /* entries in the largest-retainers list */
 #define HEAP_MAX_OBJECTS 50000000u /* objects counted per state; past it the walk stops (cut) */
@@ -90,7 +92,9 @@ struct heap_state {
 	uint64_t *naddr;
 	uint32_t *nself;             /* bytes (objects over 4 GiB are cut to 4 GiB - 1) */
 	uint8_t *ntype;
-	size_t nn, capn, capself, captype;
+	const char **nname;          /* HEAP_WANT_NAMES: interned names, or NULL */
+	size_t nn, capn, capself, captype, capname;
+	int want_names;
 	struct htab nidx;            /* address -> node */
 	uint32_t *efirst;            /* first edge of each node begun; nn + 1 after finish */
 	size_t capfirst, ebegun;
@@ -142,6 +146,8 @@ void heap_string(struct heap_state *s, uint64_t addr, uint64_t len, uint64_t byt
 /* Add node ADDR of TYPE and BYTES; returns its index, or -1 when the
  * graph is cut (S->graph_cut). Node 0 must be the root (ADDR 0). */
 int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes);
+/* With S->want_names: name node I (NAME interned or static). */
+void heap_node_name(struct heap_state *s, int64_t i, const char *name);
 /* Index of the node at ADDR, or -1. */
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr);
 /* Start the references of node I (I = the previous one + 1, from 0). */
@@ -158,6 +164,14 @@ int heap_graph_finish(struct heap_state *s);
  * or -1 when I was not reached from the roots. Keys that are not
  * identifiers are quoted and escaped; a path longer than LEN ends in "...". */
 int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len);
+
+/* out_heapsnapshot.c: write states S[0..N) (walked with HEAP_WANT_NAMES,
+ * heap_graph_finish done) to F as one Chrome DevTools heap snapshot
+ * (.heapsnapshot JSON: snapshot.meta, nodes, edges, strings): a synthetic
+ * root with one synthetic node per state, whose edges lead to its roots.
+ * Node ids are object addresses (stable across snapshots of one process:
+ * the comparison view matches them). Returns 0 or -LS_E_IO / -LS_E_NOMEM. */
+int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n);
 
 /* Write the text summary of states S[0..N) of process PID to F. */
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,

@@ -83,10 +83,10 @@ static int tab_parts(const struct lh *h, const uint8_t *b, uint32_t *asize, uint
 }
 
 /* Count object O of TYPE and BYTES, and make it a node of the graph. */
-static void lh_add(struct lh *h, uint64_t o, int type, uint64_t bytes)
+static int64_t lh_add(struct lh *h, uint64_t o, int type, uint64_t bytes)
 {
 	heap_add(h->s, type, bytes);
-	heap_node(h->s, o, type, bytes);
+	return heap_node(h->s, o, type, bytes);
 }
 
 static void add_string(struct lh *h, uint64_t o)
@@ -102,7 +102,13 @@ static void add_string(struct lh *h, uint64_t o)
 		return;
 	}
 	uint64_t bytes = h->lay->str_data + len + 1;   /* lj_str_size */
-	lh_add(h, o, HEAP_STRING, bytes);
+	int64_t ni = lh_add(h, o, HEAP_STRING, bytes);
+	if (h->s->want_names) {
+		char nb[40];
+		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
+		if (mem_read(h->m, o + h->lay->str_data, nb, n) == 0)
+			heap_node_name(h->s, ni, intern_n(nb, n));
+	}
 	if (heap_string_wanted(h->s, len)) {
 		char buf[HEAP_STR_PREVIEW];
 		size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
@@ -367,6 +373,20 @@ static void table_edges(struct lh *h, uint64_t t)
 	}
 }
 
+/* "chunk:line" of prototype PT (chunk name without '@' or '='), interned. */
+static const char *proto_label(struct lh *h, uint64_t pt)
+{
+	const struct lj_objlayout *ol = h->ol;
+	uint8_t b[128];
+	if (mem_read(h->m, pt, b, ol->pt_size) < 0)
+		return "?";
+	uint64_t chunk = rdref(h, b, ol->pt_chunkname);
+	const char *c = chunk ? str_name(h, chunk) : "?";
+	if (*c == '@' || *c == '=')
+		c++;
+	return internf("%.200s:%d", c, (int)rdu32(b, ol->pt_firstline));
+}
+
 /* "upvalue 'x'": name I of prototype PT (its uvinfo: sizeuv names, each
  * NUL-terminated, inside the proto's allocation), interned, or NULL. */
 static const char *upval_name(struct lh *h, uint64_t pt, unsigned i)
@@ -421,6 +441,8 @@ static void func_edges(struct lh *h, uint64_t o)
 	uint64_t pt = pc - ol->pt_size;
 	if (lh_ptr_ok(pt))
 		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
+	if (s->want_names)
+		heap_node_name(s, heap_node_find(s, o), internf("function %s", proto_label(h, pt)));
 	uint8_t uv[256 * 8];
 	if (!nup || mem_read(h->m, o + (gc64 ? 40 : 20), uv, (size_t)h->gr * nup) < 0)
 		return;
@@ -454,6 +476,8 @@ static void proto_edges(struct lh *h, uint64_t o)
 	uint64_t chunk = rdref(h, b, ol->pt_chunkname);
 	if (chunk)
 		heap_edge(s, chunk, HEAP_E_OTHER, "[source]", 0);
+	if (s->want_names)
+		heap_node_name(s, heap_node_find(s, o), internf("prototype %s", proto_label(h, o)));
 	uint64_t k = h->gr == 8 ? rdref(h, b, ol->pt_k) : rdu32(b, ol->pt_k);
 	uint32_t nkgc = rdu32(b, ol->pt_sizekgc);
 	uint32_t sizept = rdu32(b, ol->pt_sizept);
@@ -596,7 +620,7 @@ static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_stat
 	return 0;
 }
 
-int lj_heap(struct vm *vm, struct target *t, struct mem *m, struct heap_state **out)
+int lj_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, struct heap_state **out)
 {
 	(void)t;
 	int ng = vm->found.ng;
@@ -608,6 +632,7 @@ int lj_heap(struct vm *vm, struct target *t, struct mem *m, struct heap_state **
 	int n = 0;
 	for (int i = 0; i < ng; i++) {
 		heap_state_init(&s[n], vm->found.g[i]);
+		s[n].want_names = (flags & HEAP_WANT_NAMES) != 0;
 		int rc = state_walk(vm, m, vm->found.g[i], &s[n]);
 		if (rc < 0) {
 			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)vm->found.g[i], err_text(rc));

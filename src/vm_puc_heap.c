@@ -66,10 +66,10 @@ static void ph_setup(struct ph *p)
 /* ---- sizes ------------------------------------------------------------------- */
 
 /* Count object O of TYPE and BYTES, and make it a node of the graph. */
-static void ph_add(struct ph *p, uint64_t o, int type, uint64_t bytes)
+static int64_t ph_add(struct ph *p, uint64_t o, int type, uint64_t bytes)
 {
 	heap_add(p->s, type, bytes);
-	heap_node(p->s, o, type, bytes);
+	return heap_node(p->s, o, type, bytes);
 }
 
 /* Bytes of the TString at O with header H (ts_data bytes); *LEN its length. */
@@ -93,7 +93,13 @@ static void add_string(struct ph *p, uint64_t o, const uint8_t *h)
 		p->s->bad++;
 		return;
 	}
-	ph_add(p, o, HEAP_STRING, bytes);
+	int64_t ni = ph_add(p, o, HEAP_STRING, bytes);
+	if (p->s->want_names) {
+		char nb[40];
+		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
+		if (mem_read(p->m, o + (uint64_t)p->lay->ts_data, nb, n) == 0)
+			heap_node_name(p->s, ni, intern_n(nb, n));
+	}
 	if (heap_string_wanted(p->s, len)) {
 		char buf[HEAP_STR_PREVIEW];
 		size_t n = len < sizeof buf ? (size_t)len : sizeof buf;
@@ -463,6 +469,21 @@ static void table_edges(struct ph *p, uint64_t t)
 	}
 }
 
+/* "chunk:line" of Proto PT (source without its '@' or '='), interned. */
+static const char *proto_label(struct ph *p, uint64_t pt)
+{
+	const struct puc_layout *l = p->lay;
+	uint8_t h[128];
+	if (!ptr_ok(pt) || mem_read(p->m, pt, h, (size_t)p->sizeof_proto) < 0)
+		return "?";
+	char src[128];
+	int n = read_tstring(l, p->m, g64(h, l->p_source), src, sizeof src - 1);
+	const char *c = n > 0 ? src : "?";
+	if (*c == '@' || *c == '=')
+		c++;
+	return internf("%s:%d", c, (int)g32(h, l->p_linedefined));
+}
+
 /* Name of upvalue I of Proto PT ("upvalue 'x'"), interned; NULL if none. */
 static const char *upval_name(struct ph *p, uint64_t pt, unsigned i)
 {
@@ -498,6 +519,8 @@ static void closure_edges(struct ph *p, uint64_t o, unsigned tt)
 		return;
 	if (ptr_ok(pt))
 		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
+	if (s->want_names)
+		heap_node_name(s, heap_node_find(s, o), internf("function %s", proto_label(p, pt)));
 	uint64_t uv[256];
 	if (!nup || mem_read(p->m, o + (uint64_t)l->lcl_p + 8, uv, 8u * nup) < 0)
 		return;
@@ -541,6 +564,8 @@ static void proto_edges(struct ph *p, uint64_t o)
 		 nloc = g32(h, l->p_sizelocvars);
 	if (ptr_ok(g64(h, l->p_source)))
 		heap_edge(s, g64(h, l->p_source), HEAP_E_OTHER, "[source]", 0);
+	if (s->want_names)
+		heap_node_name(s, heap_node_find(s, o), internf("prototype %s", proto_label(p, o)));
 	tvs_edges(p, g64(h, l->p_k), nk, HEAP_E_OTHER, "[constant]", 0);
 	uint64_t buf[PH_CHUNK * 2];
 	uint64_t pa = g64(h, l->p_p);
@@ -721,7 +746,7 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	return 0;
 }
 
-int puc_heap(struct vm *vm, struct target *t, struct mem *m, struct heap_state **out)
+int puc_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, struct heap_state **out)
 {
 	(void)t;
 	if (vm->nstates == 0)
@@ -734,6 +759,7 @@ int puc_heap(struct vm *vm, struct target *t, struct mem *m, struct heap_state *
 	int n = 0;
 	for (int i = 0; i < vm->nstates; i++) {
 		heap_state_init(&s[n], vm->states[i]);
+		s[n].want_names = (flags & HEAP_WANT_NAMES) != 0;
 		int rc = heap_state_walk(vm, m, vm->states[i], &s[n]);
 		if (rc < 0) {
 			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)vm->states[i], err_text(rc));

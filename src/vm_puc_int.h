@@ -264,6 +264,7 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 
 /* vm_ops.heap (vm.h) for PUC Lua: every main state's objects, sizes and
  * largest tables and strings (docs/heap.md §2). */
-int puc_heap(struct vm *vm, struct target *t, struct mem *m, struct heap_state **out);
+int puc_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags,
+	     struct heap_state **out);
 
 #endif

@@ -1,0 +1,209 @@
+/* out_heapsnapshot.c: `luaspy heap -f heapsnapshot`: the Lua heap as a
+ * Chrome DevTools heap snapshot (the .heapsnapshot JSON that V8 writes
+ * and DevTools' Memory panel, memlab and other readers load): a meta
+ * block naming the fields, then flat arrays: nodes (type, name, id,
+ * self_size, edge_count, trace_node_id, detachedness), edges (type,
+ * name_or_index, to_node = the target's index into nodes), strings.
+ * Readers compute dominators and retained sizes themselves.
+ *
+ * Mapping (docs/heap.md §5): table -> object "table", string -> string
+ * (its first 40 bytes), function -> closure "function chunk:line", C
+ * function -> closure, prototype -> code, upvalue -> hidden, thread ->
+ * object "thread", userdata/cdata -> native; table fields -> property
+ * (string key) or element (integer key), upvalues -> context, the rest
+ * -> internal; a synthetic root "(Lua states)" holds one synthetic node
+ * per state, whose edges are that state's roots (_G, registry, main
+ * thread). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include "err.h"
+#include "heap.h"
+#include "htab.h"
+#include "intern.h"
+#include "out.h"
+
+enum { NT_HIDDEN, NT_ARRAY, NT_STRING, NT_OBJECT, NT_CODE, NT_CLOSURE, NT_REGEXP, NT_NUMBER,
+       NT_NATIVE, NT_SYNTHETIC };
+enum { ET_CONTEXT, ET_ELEMENT, ET_PROPERTY, ET_INTERNAL, ET_HIDDEN, ET_SHORTCUT, ET_WEAK };
+
+/* The strings table: one entry per distinct pointer (names are interned
+ * or static, so equal pointers are equal strings). */
+struct strtab {
+	const char **s;
+	size_t n, cap;
+	struct htab idx;
+};
+
+struct str_key { const struct strtab *t; const char *p; };
+
+static int str_eq(const void *ctx, uint32_t i)
+{
+	const struct str_key *k = ctx;
+	return k->t->s[i] == k->p;
+}
+
+static int64_t str_id(struct strtab *t, const char *p)
+{
+	struct str_key k = { t, p };
+	uint64_t h = htab_fnv1a_ptr(HTAB_FNV_INIT, p);
+	size_t pos;
+	if (htab_reserve(&t->idx) < 0 || array_grow(&t->s, &t->cap, t->n + 1, sizeof *t->s) < 0)
+		return -1;
+	int64_t i = htab_find(&t->idx, h, str_eq, &k, &pos);
+	if (i >= 0)
+		return i;
+	t->s[t->n] = p;
+	htab_insert(&t->idx, pos, h, (uint32_t)t->n);
+	return (int64_t)t->n++;
+}
+
+static int node_type(int t)
+{
+	switch (t) {
+	case HEAP_STRING: return NT_STRING;
+	case HEAP_TABLE: return NT_OBJECT;
+	case HEAP_LFUNC: case HEAP_CFUNC: return NT_CLOSURE;
+	case HEAP_PROTO: return NT_CODE;
+	case HEAP_UPVAL: return NT_HIDDEN;
+	case HEAP_THREAD: return NT_OBJECT;
+	case HEAP_UDATA: case HEAP_CDATA: return NT_NATIVE;
+	default: return NT_HIDDEN;
+	}
+}
+
+static const char *node_default_name(int t)
+{
+	switch (t) {
+	case HEAP_STRING: return "string";
+	case HEAP_TABLE: return "table";
+	case HEAP_LFUNC: return "function";
+	case HEAP_CFUNC: return "C function";
+	case HEAP_PROTO: return "prototype";
+	case HEAP_UPVAL: return "upvalue";
+	case HEAP_THREAD: return "thread";
+	case HEAP_UDATA: return "userdata";
+	case HEAP_CDATA: return "cdata";
+	case HEAP_TRACE: return "trace";
+	default: return "(root)";
+	}
+}
+
+/* The edges of H are whole (heap_graph_finish built the CSR): else its
+ * nodes are written without edges (the summary says why: graph_cut). */
+static int graph_ok(const struct heap_state *h)
+{
+	return !h->graph_cut && h->efirst && h->capfirst >= h->nn + 1;
+}
+
+static void put_u64(FILE *f, uint64_t v)
+{
+	char b[24];
+	size_t n = out_fmt_u64(b, v);
+	fwrite(b, 1, n, f);
+}
+
+int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
+{
+	struct strtab st = { 0 };
+	uint64_t nodes = 1 + (uint64_t)n, edges = (uint64_t)n;
+	for (int k = 0; k < n; k++) {
+		nodes += s[k].nn ? s[k].nn - 1 : 0;
+		if (graph_ok(&s[k]))
+			edges += s[k].ne;
+	}
+	/* strings 0..: the fixed names first */
+	const char *root_name = "(Lua states)";
+	if (str_id(&st, "") < 0 || str_id(&st, root_name) < 0)
+		goto nomem;
+	fputs("{\"snapshot\":{\"meta\":{\"node_fields\":[\"type\",\"name\",\"id\",\"self_size\","
+	      "\"edge_count\",\"trace_node_id\",\"detachedness\"],\"node_types\":[[\"hidden\","
+	      "\"array\",\"string\",\"object\",\"code\",\"closure\",\"regexp\",\"number\",\"native\","
+	      "\"synthetic\",\"concatenated string\",\"sliced string\",\"symbol\",\"bigint\","
+	      "\"object shape\"],\"string\",\"number\",\"number\",\"number\",\"number\",\"number\"],"
+	      "\"edge_fields\":[\"type\",\"name_or_index\",\"to_node\"],\"edge_types\":[[\"context\","
+	      "\"element\",\"property\",\"internal\",\"hidden\",\"shortcut\",\"weak\"],"
+	      "\"string_or_number\",\"node\"],\"trace_function_info_fields\":[\"function_id\",\"name\","
+	      "\"script_name\",\"script_id\",\"line\",\"column\"],\"trace_node_fields\":[\"id\","
+	      "\"function_info_index\",\"count\",\"size\",\"children\"],\"sample_fields\":"
+	      "[\"timestamp_us\",\"last_assigned_id\"],\"location_fields\":[\"object_index\","
+	      "\"script_id\",\"line\",\"column\"]},\"node_count\":", f);
+	put_u64(f, nodes);
+	fputs(",\"edge_count\":", f);
+	put_u64(f, edges);
+	fputs(",\"trace_function_count\":0},\n\"nodes\":[", f);
+	/* the root, then per state its root node and its objects; node K of
+	 * state S is at position base[S] + K (its own root is K = 0) */
+	fprintf(f, "%d,1,1,0,%d,0,0", NT_SYNTHETIC, n);
+	uint64_t base = 1;
+	for (int k = 0; k < n; k++) {
+		const struct heap_state *h = &s[k];
+		for (size_t i = 0; i < h->nn; i++) {
+			const char *name;
+			if (i == 0)
+				name = internf("Lua state 0x%" PRIx64, h->addr);
+			else
+				name = h->nname && h->nname[i] ? h->nname[i] : node_default_name(h->ntype[i]);
+			int64_t sid = str_id(&st, name);
+			if (sid < 0)
+				goto nomem;
+			uint32_t ne = graph_ok(h) ? h->efirst[i + 1] - h->efirst[i] : 0;
+			/* ids: V8 gives objects odd ids; an object's address is
+			 * even, so address + 1 is odd and the same in the next
+			 * snapshot of the same object (state roots: 2k + 3) */
+			uint64_t id = i == 0 ? 2u * (uint64_t)k + 3 : h->naddr[i] + 1;
+			fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64 ",%u,%u,0,0",
+				i == 0 ? NT_SYNTHETIC : node_type(h->ntype[i]), sid, id, h->nself[i], ne);
+		}
+		base += h->nn;
+	}
+	fputs("],\n\"edges\":[", f);
+	/* the root's edges: one per state */
+	base = 1;
+	for (int k = 0; k < n; k++) {
+		fprintf(f, "%s%d,%d,%" PRIu64, k ? "," : "", ET_ELEMENT, k + 1, base * 7);
+		base += s[k].nn;
+	}
+	base = 1;
+	for (int k = 0; k < n; k++) {
+		const struct heap_state *h = &s[k];
+		for (size_t j = 0; graph_ok(h) && j < h->ne; j++) {
+			const struct heap_edge *e = &h->e[j];
+			uint64_t to = (base + e->to) * 7;
+			int et;
+			int64_t ni;
+			switch (e->kind) {
+			case HEAP_E_INDEX:
+				fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, ET_ELEMENT, e->idx, to);
+				continue;
+			case HEAP_E_KEY:
+			case HEAP_E_ROOT:
+				et = ET_PROPERTY;
+				break;
+			default:
+				et = e->name && !strncmp(e->name, "upvalue '", 9) ? ET_CONTEXT : ET_INTERNAL;
+				break;
+			}
+			ni = str_id(&st, e->name ? e->name : "");
+			if (ni < 0)
+				goto nomem;
+			fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, et, ni, to);
+		}
+		base += h->nn;
+	}
+	fputs("],\n\"trace_function_infos\":[],\"trace_tree\":[],\"samples\":[],\"locations\":[],\n"
+	      "\"strings\":[", f);
+	for (size_t i = 0; i < st.n; i++) {
+		if (i)
+			fputs(",\n", f);
+		out_put_json(f, st.s[i]);
+	}
+	fputs("]}\n", f);
+	free(st.s);
+	htab_free(&st.idx);
+	return ferror(f) ? -LS_E_IO : 0;
+nomem:
+	free(st.s);
+	htab_free(&st.idx);
+	return -LS_E_NOMEM;
+}
