@@ -169,8 +169,8 @@ int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len
  * heap_graph_finish done) to F as one Chrome DevTools heap snapshot
  * (.heapsnapshot JSON: snapshot.meta, nodes, edges, strings): a synthetic
  * root with one synthetic node per state, whose edges lead to its roots.
- * Node ids are object addresses (stable across snapshots of one process:
- * the comparison view matches them). Returns 0 or -LS_E_IO / -LS_E_NOMEM. */
+ * Node ids are 32-bit, made from object addresses (the same object keeps
+ * its id in the next snapshot: the comparison view matches them). Returns 0 or -LS_E_IO / -LS_E_NOMEM. */
 int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n);
 
 /* Write the text summary of states S[0..N) of process PID to F. */

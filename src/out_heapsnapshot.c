@@ -58,6 +58,54 @@ static int64_t str_id(struct strtab *t, const char *p)
 	return (int64_t)t->n++;
 }
 
+/* Node ids: readers keep them in 32-bit arrays (DevTools' Uint32Array,
+ * memlab), so an id is 32 bits: (address / 4) mod 2^31, times 2, plus 1
+ * (V8's objects have odd ids); the same object keeps its id in the next
+ * snapshot, which is what the comparison view matches. An id already
+ * given (addresses 8 GiB apart) is replaced by the next free one counted
+ * down from 2^32 - 1. */
+struct idset {
+	uint32_t *v;
+	size_t n, cap;
+	struct htab idx;
+	uint32_t next;
+};
+
+struct id_key { const struct idset *t; uint32_t id; };
+
+static int id_eq(const void *ctx, uint32_t i)
+{
+	const struct id_key *k = ctx;
+	return k->t->v[i] == k->id;
+}
+
+/* 1 when ID is new (and now taken), 0 when taken, -1 out of memory. */
+static int id_take(struct idset *t, uint32_t id)
+{
+	struct id_key k = { t, id };
+	uint64_t h = htab_fnv1a_word(HTAB_FNV_INIT, id);
+	size_t pos;
+	if (htab_reserve(&t->idx) < 0 || array_grow(&t->v, &t->cap, t->n + 1, sizeof *t->v) < 0)
+		return -1;
+	if (htab_find(&t->idx, h, id_eq, &k, &pos) >= 0)
+		return 0;
+	t->v[t->n] = id;
+	htab_insert(&t->idx, pos, h, (uint32_t)t->n++);
+	return 1;
+}
+
+static int64_t node_id(struct idset *t, uint64_t addr)
+{
+	uint32_t id = (uint32_t)((((addr >> 2) & 0x7fffffffu) << 1) | 1);
+	int r = id_take(t, id);
+	while (r == 0) {
+		id = t->next;
+		t->next -= 2;
+		r = id_take(t, id);
+	}
+	return r < 0 ? -1 : (int64_t)id;
+}
+
 static int node_type(int t)
 {
 	switch (t) {
@@ -106,6 +154,8 @@ static void put_u64(FILE *f, uint64_t v)
 int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 {
 	struct strtab st = { 0 };
+	struct idset ids = { 0 };
+	ids.next = UINT32_MAX;
 	uint64_t nodes = 1 + (uint64_t)n, edges = (uint64_t)n;
 	for (int k = 0; k < n; k++) {
 		nodes += s[k].nn ? s[k].nn - 1 : 0;
@@ -135,6 +185,8 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 	/* the root, then per state its root node and its objects; node K of
 	 * state S is at position base[S] + K (its own root is K = 0) */
 	fprintf(f, "%d,1,1,0,%d,0,0", NT_SYNTHETIC, n);
+	if (id_take(&ids, 1) < 0)
+		goto nomem;
 	uint64_t base = 1;
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *h = &s[k];
@@ -148,11 +200,11 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 			if (sid < 0)
 				goto nomem;
 			uint32_t ne = graph_ok(h) ? h->efirst[i + 1] - h->efirst[i] : 0;
-			/* ids: V8 gives objects odd ids; an object's address is
-			 * even, so address + 1 is odd and the same in the next
-			 * snapshot of the same object (state roots: 2k + 3) */
-			uint64_t id = i == 0 ? 2u * (uint64_t)k + 3 : h->naddr[i] + 1;
-			fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64 ",%u,%u,0,0",
+			/* state roots: 2k + 3 (the root is 1) */
+			int64_t id = node_id(&ids, i == 0 ? 2u * (uint64_t)k + 2 : h->naddr[i]);
+			if (id < 0)
+				goto nomem;
+			fprintf(f, ",\n%d,%" PRId64 ",%" PRId64 ",%u,%u,0,0",
 				i == 0 ? NT_SYNTHETIC : node_type(h->ntype[i]), sid, id, h->nself[i], ne);
 		}
 		base += h->nn;
@@ -201,9 +253,13 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 	fputs("]}\n", f);
 	free(st.s);
 	htab_free(&st.idx);
+	free(ids.v);
+	htab_free(&ids.idx);
 	return ferror(f) ? -LS_E_IO : 0;
 nomem:
 	free(st.s);
 	htab_free(&st.idx);
+	free(ids.v);
+	htab_free(&ids.idx);
 	return -LS_E_NOMEM;
 }
