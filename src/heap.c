@@ -39,6 +39,8 @@ void heap_state_free(struct heap_state *s)
 	free(s->nself);
 	free(s->ntype);
 	free(s->nname);
+	free(s->fn);
+	htab_free(&s->fnidx);
 	free(s->efirst);
 	free(s->e);
 	free(s->pparent);
@@ -99,6 +101,53 @@ void heap_string(struct heap_state *s, uint64_t addr, uint64_t len, uint64_t byt
 	memcpy(e->preview, preview, (size_t)e->npreview);
 	if (s->nstrings < HEAP_TOP)
 		s->nstrings++;
+}
+
+/* ---- functions by prototype ----------------------------------------------- */
+
+struct fn_key {
+	const struct heap_state *s;
+	uint64_t proto;
+};
+
+static int fn_eq(const void *ctx, uint32_t i)
+{
+	const struct fn_key *k = ctx;
+	return k->s->fn[i].proto == k->proto;
+}
+
+static int64_t fn_find(struct heap_state *s, uint64_t proto, int add)
+{
+	struct fn_key k = { s, proto };
+	uint64_t h = htab_fnv1a_word(HTAB_FNV_INIT, proto);
+	size_t pos;
+	if (!add)
+		return htab_find(&s->fnidx, h, fn_eq, &k, NULL);
+	if (htab_reserve(&s->fnidx) < 0 || array_grow(&s->fn, &s->capfn, s->nfn + 1, sizeof *s->fn) < 0)
+		return -1;
+	int64_t i = htab_find(&s->fnidx, h, fn_eq, &k, &pos);
+	if (i >= 0)
+		return i;
+	s->fn[s->nfn] = (struct heap_fn){ proto, NULL, 0, 0 };
+	htab_insert(&s->fnidx, pos, h, (uint32_t)s->nfn);
+	return (int64_t)s->nfn++;
+}
+
+void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes)
+{
+	int64_t i = fn_find(s, proto, 1);
+	if (i < 0)
+		return;
+	s->fn[i].closures++;
+	s->fn[i].bytes += bytes;
+}
+
+static int fn_cmp(const void *a, const void *b)
+{
+	const struct heap_fn *x = a, *y = b;
+	if (x->closures != y->closures)
+		return x->closures < y->closures ? 1 : -1;
+	return x->proto < y->proto ? -1 : x->proto > y->proto;
 }
 
 /* ---- the object graph ------------------------------------------------------ */
@@ -588,6 +637,22 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 		else if (st->retained && st->unreached)
 			fprintf(f, "  unreached from the roots: %" PRIu64 " objects, %" PRIu64 " bytes (garbage not yet collected, or roots not walked)\n",
 				st->unreached, st->unreached_bytes);
+		if (st->nfn) {
+			/* sorting a copy: the index keeps pointing at the original */
+			struct heap_fn *fs = malloc(st->nfn * sizeof *fs);
+			if (fs) {
+				memcpy(fs, st->fn, st->nfn * sizeof *fs);
+				qsort(fs, st->nfn, sizeof *fs, fn_cmp);
+				fprintf(f, "\n  Functions by prototype (Lua closures, %zu prototypes with closures)\n", st->nfn);
+				for (size_t i = 0; i < st->nfn && i < HEAP_TOP; i++) {
+					char c[160];
+					fprintf(f, "  %9" PRIu64 " closures ", fs[i].closures);
+					put_bytes(f, fs[i].bytes);
+					fprintf(f, "  %s\n", fs[i].label ? out_clean(fs[i].label, c, sizeof c, 0) : "?");
+				}
+				free(fs);
+			}
+		}
 		if (st->nstrings) {
 			fprintf(f, "\n  Largest strings\n");
 			for (int i = 0; i < st->nstrings; i++) {

@@ -73,6 +73,13 @@ struct heap_edge {
 	const char *name;            /* interned or static, or NULL */
 };
 
+/* Lua closures of one prototype. */
+struct heap_fn {
+	uint64_t proto;
+	const char *label;           /* interned "chunk:line", or NULL */
+	uint64_t closures, bytes;    /* closures of it, their bytes (not the prototype's) */
+};
+
 /* What one state's walk found. */
 struct heap_state {
 	uint64_t addr;               /* main lua_State (PUC) / global_State (LuaJIT) */
@@ -108,6 +115,10 @@ struct heap_state {
 	uint64_t *retained;
 	uint64_t unreached, unreached_bytes;
 	uint32_t top[HEAP_TOP_RETAINERS]; /* nodes of largest retained size */
+	/* functions by prototype (heap_closure) */
+	struct heap_fn *fn;
+	size_t nfn, capfn;
+	struct htab fnidx;
 	int ntop;
 };
 
@@ -128,6 +139,11 @@ int heap_string_wanted(const struct heap_state *s, uint64_t len);
  * PREVIEW) to the largest-strings list. */
 void heap_string(struct heap_state *s, uint64_t addr, uint64_t len, uint64_t bytes,
 		 const char *preview, int n);
+
+/* Count a Lua closure of BYTES whose prototype is PROTO (the walker sets
+ * S->fn[i].label, "chunk:line", once all are counted). One entry per
+ * prototype: bounded by the objects counted. */
+void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
 
 /* ---- the object graph ----------------------------------------------------
  * Walkers add every object as a node (heap_node, beside heap_add), then

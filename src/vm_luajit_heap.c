@@ -443,6 +443,7 @@ static void func_edges(struct lh *h, uint64_t o)
 		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
 	if (s->want_names)
 		heap_node_name(s, heap_node_find(s, o), internf("function %s", proto_label(h, pt)));
+	heap_closure(s, pt, gc64 ? 40u + 8u * nup : 20u + 4u * nup);
 	uint8_t uv[256 * 8];
 	if (!nup || mem_read(h->m, o + (gc64 ? 40 : 20), uv, (size_t)h->gr * nup) < 0)
 		return;
@@ -557,6 +558,8 @@ static void edge_pass(struct lh *h, const uint8_t *gb)
 		default: break;
 		}
 	}
+	for (size_t i = 0; i < s->nfn; i++)
+		s->fn[i].label = proto_label(h, s->fn[i].proto);
 }
 
 /* ---- one state ---------------------------------------------------------------- */

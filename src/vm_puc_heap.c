@@ -521,6 +521,7 @@ static void closure_edges(struct ph *p, uint64_t o, unsigned tt)
 		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
 	if (s->want_names)
 		heap_node_name(s, heap_node_find(s, o), internf("function %s", proto_label(p, pt)));
+	heap_closure(s, pt, (uint64_t)l->lcl_p + 8 + 8u * nup);
 	uint64_t uv[256];
 	if (!nup || mem_read(p->m, o + (uint64_t)l->lcl_p + 8, uv, 8u * nup) < 0)
 		return;
@@ -674,6 +675,8 @@ static void edge_pass(struct ph *p, const uint8_t *lb, const uint8_t *gb)
 		default: break;
 		}
 	}
+	for (size_t i = 0; i < s->nfn; i++)
+		s->fn[i].label = proto_label(p, s->fn[i].proto);
 }
 
 /* ---- one state ---------------------------------------------------------------- */

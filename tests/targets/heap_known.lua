@@ -7,6 +7,8 @@
 --               of 50 000 slots
 --   _G.worker   a suspended coroutine whose local 'buf' alone holds a
 --               table of 30 000 slots
+--   _G.makers   1234 closures of the function defined on the line
+--               marked MAKER
 -- Each part's cost is measured by collectgarbage("count") around its
 -- creation (after full collections). Then OUT gets lines "NAME BYTES"
 -- (total, cache, upcache, buf) and the target blocks in io.read()
@@ -46,6 +48,10 @@ worker = coroutine.create(function()
 end)
 coroutine.resume(worker)
 cost.buf = count() - c0
+makers = {}
+for i = 1, 1234 do
+	makers[i] = function() return i end -- MAKER
+end
 -- last: string.rep grows the VM's buffer, which each collection then halves
 big = string.rep("0123456789abcdef", 65536 * 10)
 local total = count()
