@@ -45,22 +45,25 @@ static void ph_setup(struct ph *p)
 	switch (l->minor) {
 	case 1:
 		p->tt_proto = 9; p->tt_uv = 10; p->sizeof_proto = 120; p->lineinfo_size = 4;
-		p->udata_len = 32; p->L_stacksize = 88; p->lastfree = 40;
+		p->udata_len = 32; p->L_stacksize = 88;
 		break;
 	case 2:
 		p->tt_proto = 9; p->tt_uv = 10; p->sizeof_proto = 128; p->lineinfo_size = 4;
-		p->udata_len = 32; p->L_stacksize = 64; p->lastfree = l->t_array == 24 ? 40 : 32;
+		p->udata_len = 32; p->L_stacksize = 64;
 		break;
 	case 3:
 		p->tt_proto = 9; p->tt_uv = 0; p->sizeof_proto = 120; p->lineinfo_size = 4;
-		p->udata_len = 24; p->L_stacksize = 184; p->lastfree = 32;
+		p->udata_len = 24; p->L_stacksize = 184;
 		break;
 	default:
 		p->tt_proto = 10; p->tt_uv = 9; p->sizeof_proto = 128; p->lineinfo_size = 1;
-		p->udata_len = 16; p->L_stacksize = -1; p->lastfree = 32;
+		p->udata_len = 16; p->L_stacksize = -1;
 		break;
 	}
-	p->sizeof_table = l->t_sizearray == 56 ? 64 : 56;
+	/* lastfree follows node in every Table; sizearray (an int) ends the
+	 * Table where it comes last (5.1 at 56, Redis's 5.1 at 64, 5.2.0-5.2.3) */
+	p->lastfree = l->t_node + 8;
+	p->sizeof_table = l->t_sizearray >= 56 ? l->t_sizearray + 8 : 56;
 }
 
 /* ---- sizes ------------------------------------------------------------------- */
