@@ -575,17 +575,16 @@ static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_stat
 	h.mainth = rdref(&h, gb, lay->g_mainthref);
 	if (!lh_ptr_ok(h.mainth))
 		return -LS_E_GARBAGE;
-	int tarantool = (lay->flags & LJL_TARANTOOL) != 0;
-	if (!tarantool) {
-		/* GCState: total (GCSize) then threshold, currentwhite, state */
-		int at = lay->g_gc_state - (h.gr == 8 ? 17 : 9);
-		s->vm_bytes = 0;
-		memcpy(&s->vm_bytes, gb + at, h.gr);   /* little-endian */
-		s->vm_bytes_how = "g->gc.total";
-	}
+	/* GCState: total (GCSize) then threshold, currentwhite, state: total
+	 * is 17 bytes before state with GC64, 9 without (Tarantool 2.6's
+	 * GCState too: state 73, root 80, docs/luajit.md §3.2) */
+	int at = lay->g_gc_state - (h.gr == 8 ? 17 : 9);
+	s->vm_bytes = 0;
+	memcpy(&s->vm_bytes, gb + at, h.gr);   /* little-endian */
+	s->vm_bytes_how = "g->gc.total";
 	walk_list(&h, rdref(&h, gb, lay->g_gc_root), 0);
-	if (!tarantool)   /* gc.mmudata: root, sweep, gray, grayagain, weak, mmudata */
-		walk_list(&h, rdref(&h, gb, lay->g_gc_root + 5 * (int)h.gr), 1);
+	/* gc.mmudata: root, sweep, gray, grayagain, weak, mmudata */
+	walk_list(&h, rdref(&h, gb, lay->g_gc_root + 5 * (int)h.gr), 1);
 	/* the string table: beta3 and Tarantool keep strhash/strmask at 0/8, later
 	 * versions the StrInternState 32 bytes before vmstate (lj_obj.h) */
 	int tab_at = (lay->flags & (LJL_SNAP8 | LJL_TARANTOOL)) ? 0 : lay->g_vmstate - 32;
@@ -599,18 +598,22 @@ static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_stat
 	} else {
 		s->bad++;
 	}
-	/* g->tmpbuf (SBuf: w, e, b), shrunk by each collection (lj_gc.c
-	 * atomic): after mainthref, or after vmstate in beta3 (GC64 only:
-	 * its 32-bit SBuf holds 4-byte MRefs) */
-	int sb = -1;
-	if (lay->flags & LJL_SNAP8)
-		sb = h.gr == 8 ? (lay->g_vmstate + 4 + 7) & ~7 : -1;
-	else if (!tarantool)
+	/* g->tmpbuf, shrunk by each collection (lj_gc.c atomic): after
+	 * mainthref as SBuf { char *w, *e, *b; } in the later rows; in beta3
+	 * and Tarantool 2.6 after vmstate as { MRef p, e, b; } (strempty
+	 * follows it: docs/luajit.md §3.2) */
+	int sb, ms;
+	if (lay->flags & (LJL_SNAP8 | LJL_TARANTOOL)) {
+		ms = (int)h.gr;
+		sb = (lay->g_vmstate + 4 + ms - 1) & ~(ms - 1);
+	} else {
+		ms = 8;
 		sb = (lay->g_mainthref + (int)h.gr + 7) & ~7;
-	if (sb > 0 && sb + 24 <= (int)sizeof gb) {
-		uint64_t e, b;
-		memcpy(&e, gb + sb + 8, 8);
-		memcpy(&b, gb + sb + 16, 8);
+	}
+	if (sb > 0 && sb + 3 * ms <= (int)sizeof gb) {
+		uint64_t e = 0, b = 0;
+		memcpy(&e, gb + sb + ms, (size_t)ms);
+		memcpy(&b, gb + sb + 2 * ms, (size_t)ms);
 		if (e >= b && e - b < LH_MAX_LEN) {
 			s->count[HEAP_VMBUF] = 1;
 			s->bytes[HEAP_VMBUF] = e - b;
