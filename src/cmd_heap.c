@@ -126,7 +126,9 @@ static int heap_run(struct cli_opts *o, FILE *f)
 	free(stops);
 	free(stopped);
 	free(th);
-	int gone = kill(o->pid, 0) < 0 && errno == ESRCH;
+	/* gone, or a zombie its parent has not reaped yet */
+	int pc = proc_check(o->pid);
+	int gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
 	if (n < 0) {
 		target_close(t);
 		if (gone)
@@ -137,8 +139,7 @@ static int heap_run(struct cli_opts *o, FILE *f)
 	}
 	if (gone)
 		for (int i = 0; i < n; i++)
-			if (!hs[i].cut)
-				hs[i].cut = "the target exiting (what was read is shown)";
+			hs[i].cut = "the target exiting (what was read is shown)";
 	const char *desc = t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
 	int werr = 0;
 	if (o->heap_format == HEAP_FMT_HEAPSNAPSHOT) {
@@ -169,6 +170,11 @@ static int heap_run(struct cli_opts *o, FILE *f)
 	if (werr) {
 		msg_error("writing the heap summary failed");
 		return err_exit_code(LS_E_IO);
+	}
+	if (gone) {
+		msg_error("pid %d exited during the heap walk: what was read is written, marked partial",
+			  (int)o->pid);
+		return err_exit_code(LS_E_EXITED);
 	}
 	return 0;
 }
