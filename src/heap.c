@@ -7,6 +7,8 @@
 #include "heap.h"
 #include "out.h"
 
+const char heap_metatable_edge[] = "[metatable]";
+
 static const char *const type_names[HEAP_NTYPES] = {
 	[HEAP_STRING] = "strings",
 	[HEAP_TABLE] = "tables",
@@ -430,6 +432,45 @@ int heap_graph_finish(struct heap_state *s)
 		if (m < HEAP_TOP_RETAINERS)
 			s->ntop++;
 	}
+	/* tables and userdata by metatable: own bytes summed per metatable
+	 * (ret[] is free to reuse as the sums: the retained sizes are kept
+	 * in RET only after this) */
+	{
+		uint64_t *sum = calloc(n, sizeof *sum);
+		uint32_t *cnt_t = calloc(n, sizeof *cnt_t), *cnt_u = calloc(n, sizeof *cnt_u);
+		if (sum && cnt_t && cnt_u) {
+			for (size_t v = 1; v < n; v++)
+				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+					if (s->e[k].name == heap_metatable_edge) {
+						uint32_t m = s->e[k].to;
+						sum[m] += s->nself[v];
+						if (s->ntype[v] == HEAP_UDATA)
+							cnt_u[m]++;
+						else
+							cnt_t[m]++;
+						break;
+					}
+			s->nbymt = 0;
+			for (uint32_t m = 0; m < n; m++) {
+				if (!sum[m] && !cnt_t[m] && !cnt_u[m])
+					continue;
+				int c = s->nbymt;
+				if (c == HEAP_TOP && s->bymt[c - 1].bytes >= sum[m])
+					continue;
+				int j = c < HEAP_TOP ? c : HEAP_TOP - 1;
+				while (j > 0 && s->bymt[j - 1].bytes < sum[m]) {
+					s->bymt[j] = s->bymt[j - 1];
+					j--;
+				}
+				s->bymt[j] = (struct heap_bymt){ m, cnt_t[m], cnt_u[m], sum[m] };
+				if (c < HEAP_TOP)
+					s->nbymt++;
+			}
+		}
+		free(sum);
+		free(cnt_t);
+		free(cnt_u);
+	}
 	s->pparent = pp;
 	s->pedge = pe;
 	s->idom = idom;
@@ -637,6 +678,18 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 		else if (st->retained && st->unreached)
 			fprintf(f, "  unreached from the roots: %" PRIu64 " objects, %" PRIu64 " bytes (garbage not yet collected, or roots not walked)\n",
 				st->unreached, st->unreached_bytes);
+		if (st->nbymt && st->pparent) {
+			fprintf(f, "\n  Tables and userdata by metatable (own bytes; the metatable by its path)\n");
+			for (int i = 0; i < st->nbymt; i++) {
+				const struct heap_bymt *b = &st->bymt[i];
+				char path[HEAP_PATH_MAX];
+				if (heap_node_path(st, b->mt, path, sizeof path) < 0)
+					snprintf(path, sizeof path, "0x%" PRIx64, st->naddr[b->mt]);
+				fputs("  ", f);
+				put_bytes(f, b->bytes);
+				fprintf(f, "  %8" PRIu64 " tables %8" PRIu64 " userdata  %s\n", b->tables, b->udata, path);
+			}
+		}
 		if (st->nfn) {
 			/* sorting a copy: the index keeps pointing at the original */
 			struct heap_fn *fs = malloc(st->nfn * sizeof *fs);

@@ -66,6 +66,10 @@ enum heap_edge_kind {
 	HEAP_E_OTHER,      /* anything else: NAME ("upvalue 'cache'", "[metatable]") */
 };
 
+/* The name of every metatable edge (compared by pointer: the summary
+ * groups tables and userdata by their metatable). */
+extern const char heap_metatable_edge[];
+
 struct heap_edge {
 	uint32_t to;                 /* node index */
 	uint8_t kind;                /* enum heap_edge_kind */
@@ -115,6 +119,12 @@ struct heap_state {
 	uint64_t *retained;
 	uint64_t unreached, unreached_bytes;
 	uint32_t top[HEAP_TOP_RETAINERS]; /* nodes of largest retained size */
+	/* tables and userdata by metatable (heap_graph_finish), largest first */
+	struct heap_bymt {
+		uint32_t mt;             /* the metatable's node */
+		uint64_t tables, udata, bytes;
+	} bymt[HEAP_TOP];
+	int nbymt;
 	/* functions by prototype (heap_closure) */
 	struct heap_fn *fn;
 	size_t nfn, capfn;

@@ -328,7 +328,7 @@ static void table_edges(struct lh *h, uint64_t t)
 		return;
 	uint64_t mt = rdref(h, b, ol->tab_array + 2 * (int)h->gr);
 	if (mt)
-		heap_edge(s, mt, HEAP_E_OTHER, "[metatable]", 0);
+		heap_edge(s, mt, HEAP_E_OTHER, heap_metatable_edge, 0);
 	uint64_t arr = h->gr == 8 ? rdref(h, b, ol->tab_array) : rdu32(b, ol->tab_array);
 	uint64_t node = h->gr == 8 ? rdref(h, b, ol->tab_node) : rdu32(b, ol->tab_node);
 	tvs_edges(h, arr, asize, HEAP_E_INDEX, NULL, 0);
@@ -529,7 +529,7 @@ static void udata_edges(struct lh *h, uint64_t o)
 		return;
 	uint64_t env = rdref(h, b, gc64 ? 16 : 8), mt = rdref(h, b, gc64 ? 32 : 16);
 	if (mt)
-		heap_edge(h->s, mt, HEAP_E_OTHER, "[metatable]", 0);
+		heap_edge(h->s, mt, HEAP_E_OTHER, heap_metatable_edge, 0);
 	if (env)
 		heap_edge(h->s, env, HEAP_E_OTHER, "[env]", 0);
 }

@@ -428,7 +428,7 @@ static void table_edges(struct ph *p, uint64_t t)
 	if (mem_read(p->m, t, h, (size_t)p->sizeof_table) < 0 || tab_parts(p, h, &asize, &nnode, &node) < 0)
 		return;
 	if (ptr_ok(g64(h, l->t_metatable)))
-		heap_edge(s, g64(h, l->t_metatable), HEAP_E_OTHER, "[metatable]", 0);
+		heap_edge(s, g64(h, l->t_metatable), HEAP_E_OTHER, heap_metatable_edge, 0);
 	tvs_edges(p, g64(h, l->t_array), asize, HEAP_E_INDEX, NULL, 1);
 	if (nnode > HEAP_MAX_TABLE_SLOTS)
 		nnode = HEAP_MAX_TABLE_SLOTS;
@@ -623,7 +623,7 @@ static void udata_edges(struct ph *p, uint64_t o)
 		return;
 	uint64_t mt = g64(h, l->minor == 4 ? 24 : 16);
 	if (ptr_ok(mt))
-		heap_edge(s, mt, HEAP_E_OTHER, "[metatable]", 0);
+		heap_edge(s, mt, HEAP_E_OTHER, heap_metatable_edge, 0);
 	if (l->minor <= 2 && ptr_ok(g64(h, 24))) {
 		heap_edge(s, g64(h, 24), HEAP_E_OTHER, "[env]", 0);
 	} else if (l->minor == 3) {

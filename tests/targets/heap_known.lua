@@ -9,6 +9,7 @@
 --               table of 30 000 slots
 --   _G.makers   1234 closures of the function defined on the line
 --               marked MAKER
+--   _G.points   567 tables whose metatable is _G.Point (a class)
 -- Each part's cost is measured by collectgarbage("count") around its
 -- creation (after full collections). Then OUT gets lines "NAME BYTES"
 -- (total, cache, upcache, buf) and the target blocks in io.read()
@@ -51,6 +52,12 @@ cost.buf = count() - c0
 makers = {}
 for i = 1, 1234 do
 	makers[i] = function() return i end -- MAKER
+end
+Point = {}
+Point.__index = Point
+points = {}
+for i = 1, 567 do
+	points[i] = setmetatable({ x = i, y = i }, Point)
 end
 -- last: string.rep grows the VM's buffer, which each collection then halves
 big = string.rep("0123456789abcdef", 65536 * 10)
