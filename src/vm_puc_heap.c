@@ -26,6 +26,7 @@
 /* What the heap walk needs beyond struct puc_layout, by release:
  * docs/heap.md §2. */
 struct ph {
+	struct vm *vm;                 /* its CallInfo reader and Proto cache name locals */
 	const struct puc_layout *lay;
 	struct mem *m;
 	struct heap_state *s;
@@ -592,6 +593,51 @@ static void proto_edges(struct ph *p, uint64_t o)
 			heap_edge(s, buf[0], HEAP_E_OTHER, "[debug name]", 0);
 }
 
+/* Edges named "local 'x' (chunk:line)" from thread L (LB: its
+ * lua_State) to the values of the active locals of its Lua frames: the
+ * CallInfo chain (puc_read_chain), each frame's pc and its Proto's
+ * locvars (the N-th local active at pc is in slot base + N - 1,
+ * luaF_getlocalname). Added before the [stack] edges, so paths name them. */
+static void local_edges(struct ph *p, uint64_t L, const uint8_t *lb)
+{
+	const struct puc_layout *l = p->lay;
+	struct vm *vm = p->vm;
+	vm->nraw = 0;
+	vm->raw_err = 0;
+	vm->raw_tid = -1;
+	if (puc_read_chain(vm, p->m, L, lb) < 0) {
+		vm->nraw = 0;
+		return;
+	}
+	for (int i = 0; i < vm->nraw; i++) {
+		const struct puc_raw *r = &vm->raw[i];
+		uint8_t cb[128];
+		if (!r->lua || l->ci_size > (int)sizeof cb || mem_read(p->m, r->ci, cb, (size_t)l->ci_size) < 0)
+			continue;
+		struct puc_proto *pr = puc_proto_get(vm, p->m, r->proto);
+		if (!pr || !pr->loc || r->savedpc < pr->code_addr + 4)
+			continue;
+		uint64_t base = l->ci_base >= 0 ? g64(cb, l->ci_base) : g64(cb, l->ci_func) + 16;
+		int pc = (int)((r->savedpc - pr->code_addr) / 4) - 1;
+		if (pc >= pr->sizecode || !ptr_ok(base))
+			continue;
+		int n = 0;
+		for (int k = 0; k < pr->nloc && pr->loc[k].startpc <= pc && n < 256; k++) {
+			if (pc >= pr->loc[k].endpc)
+				continue;
+			uint8_t tv[16];
+			if (pr->loc[k].name && mem_read(p->m, base + 16ull * (uint64_t)n, tv, 16) == 0)
+				tv_edge(p, tv, HEAP_E_OTHER,
+					internf("local '%s' (%s:%d)", pr->loc[k].name, pr->chunk ? pr->chunk : "?",
+						pr->linedefined),
+					0);
+			n++;
+		}
+	}
+	vm->nraw = 0;
+	puc_protos_release(vm);
+}
+
 static void thread_edges(struct ph *p, uint64_t L)
 {
 	const struct puc_layout *l = p->lay;
@@ -599,6 +645,7 @@ static void thread_edges(struct ph *p, uint64_t L)
 	uint8_t lb[256];
 	if (mem_read(p->m, L, lb, (size_t)l->L_size) < 0)
 		return;
+	local_edges(p, L, lb);
 	uint64_t stack = g64(lb, l->L_stack), top = g64(lb, l->L_top);
 	if (top > stack && (top - stack) / 16 < PH_MAX_STACK)
 		tvs_edges(p, stack, (top - stack) / 16, HEAP_E_OTHER, "[stack]", 0);
@@ -689,6 +736,7 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	const struct puc_layout *l = vm->lay;
 	struct ph p;
 	memset(&p, 0, sizeof p);
+	p.vm = vm;
 	p.lay = l;
 	p.m = m;
 	p.s = s;
