@@ -19,7 +19,8 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
+	OPT_DIFF
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -73,8 +74,8 @@ static const struct cli_option {
 	{ "format", 'f', 'f', "FORMAT", R | H, GRP_OUTPUT,
 	  "record: flamegraph, folded, speedscope or pprof\n"
 	  "(default: from the extension of FILE, else flamegraph);\n"
-	  "heap: text or heapsnapshot (default: heapsnapshot\n"
-	  "for a FILE ending in .heapsnapshot, else text)" },
+	  "heap: text, heapsnapshot or paths (default: from\n"
+	  "a FILE ending in .heapsnapshot or .paths, else text)" },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
 	  "add a root frame per thread" },
 	{ "function", 'F', 'F', NULL, R | T, GRP_OUTPUT,
@@ -89,6 +90,9 @@ static const struct cli_option {
 	  "also list every coroutine with its status and stack" },
 	{ "native-only", 0, OPT_NATIVE_ONLY, NULL, D, GRP_OUTPUT,
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
+	{ "diff", 0, OPT_DIFF, "OLD", H, GRP_OUTPUT,
+	  "what grew since OLD, an earlier heap -f paths file:\n"
+	  "bytes and objects by path" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
 	{ "verbose", 'v', 'v', NULL, R | T | D | H, GRP_GENERAL,
@@ -279,8 +283,10 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 				o->heap_format = HEAP_FMT_TEXT;
 			else if (!strcmp(arg, "heapsnapshot"))
 				o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
+			else if (!strcmp(arg, "paths"))
+				o->heap_format = HEAP_FMT_PATHS;
 			else
-				return usage_error("unknown heap format '%s': expected text or heapsnapshot", arg);
+				return usage_error("unknown heap format '%s': expected text, heapsnapshot or paths", arg);
 			o->format = 0;
 			break;
 		}
@@ -316,6 +322,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_LUA_ONLY: o->lua_only = 1; o->native = 0; break;
 	case OPT_NONBLOCKING: o->nonblocking = 1; break;
 	case OPT_BLOCKING: o->blocking = 1; break;
+	case OPT_DIFF: o->diff = arg; break;
 	case 't': o->threads = 1; break;
 	case 'F': o->function = 1; break;
 	case OPT_VMSTATE: o->vmstate = 1; break;
@@ -421,7 +428,11 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		size_t ol = strlen(o->output);
 		if (ol >= 13 && !strcmp(o->output + ol - 13, ".heapsnapshot"))
 			o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
+		else if (ol >= 6 && !strcmp(o->output + ol - 6, ".paths"))
+			o->heap_format = HEAP_FMT_PATHS;
 	}
+	if (o->diff && o->heap_format != HEAP_FMT_TEXT)
+		return usage_error("%s", "--diff writes text: it takes no -f heapsnapshot or paths");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)

@@ -33,9 +33,10 @@ struct cli_opts {
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
 	int heap_format;           /* heap -f: HEAP_FMT_* */
+	const char *diff;          /* heap --diff OLD (a paths file) */
 };
 
-enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT };
+enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT, HEAP_FMT_PATHS };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
  * each command takes, their values). Prints help, the version or (for

@@ -37,6 +37,21 @@ static int heap_run(struct cli_opts *o, FILE *f);
 int cmd_heap(struct cli_opts *o)
 {
 	FILE *f = stdout;
+	/* an OLD that is no paths file is refused before the stop */
+	if (o->diff) {
+		FILE *in = fopen(o->diff, "r");
+		char line[64] = "";
+		if (!in) {
+			msg_error("cannot read '%s': %s", o->diff, strerror(errno));
+			return err_exit_code(LS_E_USAGE);
+		}
+		if (!fgets(line, sizeof line, in) || strcmp(line, "# luaspy heap paths 1\n") != 0) {
+			fclose(in);
+			msg_error("'%s' is not a heap paths file (luaspy heap -f paths)", o->diff);
+			return err_exit_code(LS_E_USAGE);
+		}
+		fclose(in);
+	}
 	/* an output that cannot be written is refused before the stop */
 	if (o->output) {
 		f = fopen(o->output, "w");
@@ -156,6 +171,15 @@ static int heap_run(struct cli_opts *o, FILE *f)
 		if (notstopped)
 			msg_error("pid %d: %d of %d threads could not be stopped; the walk may be inconsistent",
 				  (int)o->pid, notstopped, nth);
+	} else if (o->heap_format == HEAP_FMT_PATHS || o->diff) {
+		int prc = o->diff ? heap_diff_write(f, o->diff, hs, n) : heap_paths_write(f, hs, n);
+		if (prc == -LS_E_GARBAGE || (prc == -LS_E_IO && o->diff && !ferror(f)))
+			msg_error("cannot read '%s' as a heap paths file", o->diff);
+		werr = prc < 0;
+		for (int i = 0; i < n; i++)
+			if (hs[i].cut)
+				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].cut);
 	} else {
 		heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
 		if (notstopped)

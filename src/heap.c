@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "heap.h"
+#include "err.h"
+#include "intern.h"
 #include "out.h"
 
 const char heap_metatable_edge[] = "[metatable]";
@@ -496,7 +498,7 @@ static int is_ident(const char *k)
 }
 
 /* The text of edge E (FIRST: the path's first segment). */
-static void seg_text(const struct heap_edge *e, int first, char *out, size_t len)
+static void seg_text(const struct heap_edge *e, int first, char *out, size_t len, int collapse)
 {
 	char c[64];
 	const char *name = e->name ? out_clean(e->name, c, sizeof c, 0) : "?";
@@ -522,7 +524,10 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 		}
 		break;
 	case HEAP_E_INDEX:
-		snprintf(out, len, "[%" PRId64 "]", e->idx);
+		if (collapse)
+			snprintf(out, len, "[*]");
+		else
+			snprintf(out, len, "[%" PRId64 "]", e->idx);
 		break;
 	default:
 		snprintf(out, len, " > %s", name);
@@ -530,7 +535,14 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 	}
 }
 
+static int node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len, int collapse);
+
 int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len)
+{
+	return node_path(s, i, buf, len, 0);
+}
+
+static int node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len, int collapse)
 {
 	if (!s->pparent || i >= s->nn || s->pparent[i] == NONE || len < 8)
 		return -1;
@@ -552,7 +564,7 @@ int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len
 	}
 	for (int m = n - 1; m >= 0; m--) {
 		char seg[160];
-		seg_text(&s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg);
+		seg_text(&s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg, collapse);
 		size_t sl = strlen(seg);
 		if (used + sl + 4 > len) {
 			snprintf(buf + used, len - used, "...");
@@ -562,6 +574,205 @@ int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len
 		used += sl;
 	}
 	return 0;
+}
+
+/* ---- growth ----------------------------------------------------------------- */
+
+struct pathsum {
+	const char *path;            /* interned */
+	int64_t bytes, count;        /* new, or (diff) new minus old */
+	int64_t obytes, ocount;      /* diff: old */
+};
+
+struct pathtab {
+	struct pathsum *e;
+	size_t n, cap;
+	struct htab idx;
+};
+
+struct ps_key { const struct pathtab *t; const char *p; };
+
+static int ps_eq(const void *ctx, uint32_t i)
+{
+	const struct ps_key *k = ctx;
+	return k->t->e[i].path == k->p;
+}
+
+static struct pathsum *ps_get(struct pathtab *t, const char *path)
+{
+	struct ps_key k = { t, path };
+	uint64_t h = htab_fnv1a_ptr(HTAB_FNV_INIT, path);
+	size_t pos;
+	if (htab_reserve(&t->idx) < 0 || array_grow(&t->e, &t->cap, t->n + 1, sizeof *t->e) < 0)
+		return NULL;
+	int64_t i = htab_find(&t->idx, h, ps_eq, &k, &pos);
+	if (i >= 0)
+		return &t->e[i];
+	t->e[t->n] = (struct pathsum){ path, 0, 0, 0, 0 };
+	htab_insert(&t->idx, pos, h, (uint32_t)t->n);
+	return &t->e[t->n++];
+}
+
+/* Sum the reached objects of S[0..N) by collapsed path into T. With
+ * several states, each path starts with "state N: ". */
+static int paths_collect(struct pathtab *t, const struct heap_state *s, int n)
+{
+	for (int k = 0; k < n; k++) {
+		const struct heap_state *h = &s[k];
+		if (!h->pparent)
+			continue;
+		for (uint32_t i = 1; i < h->nn; i++) {
+			char buf[HEAP_PATH_MAX];
+			if (node_path(h, i, buf, sizeof buf, 1) < 0)
+				continue;
+			const char *p = n > 1 ? internf("state %d: %s", k, buf) : intern(buf);
+			struct pathsum *e = p ? ps_get(t, p) : NULL;
+			if (!e)
+				return -LS_E_NOMEM;
+			e->bytes += h->nself[i];
+			e->count++;
+		}
+	}
+	return 0;
+}
+
+static void pathtab_free(struct pathtab *t)
+{
+	free(t->e);
+	htab_free(&t->idx);
+}
+
+int heap_paths_write(FILE *f, const struct heap_state *s, int n)
+{
+	struct pathtab t = { 0 };
+	int rc = paths_collect(&t, s, n);
+	if (rc == 0) {
+		fputs("# luaspy heap paths 1\n", f);
+		for (size_t i = 0; i < t.n; i++) {
+			char c[HEAP_PATH_MAX];
+			/* a tab or newline in a key would break the line: out_clean
+			 * makes them U+FFFD */
+			fprintf(f, "%" PRId64 "\t%" PRId64 "\t%s\n", t.e[i].bytes, t.e[i].count,
+				out_clean(t.e[i].path, c, sizeof c, 0));
+		}
+		rc = ferror(f) ? -LS_E_IO : 0;
+	}
+	pathtab_free(&t);
+	return rc;
+}
+
+static int64_t absdiff(const struct pathsum *e)
+{
+	return e->bytes < 0 ? -e->bytes : e->bytes;
+}
+
+static int ps_cmp(const void *a, const void *b)
+{
+	int64_t x = absdiff(a), y = absdiff(b);
+	if (x != y)
+		return x < y ? 1 : -1;
+	return strcmp(((const struct pathsum *)a)->path, ((const struct pathsum *)b)->path);
+}
+
+static void put_signed(FILE *f, int64_t b)
+{
+	char sign = b < 0 ? '-' : '+';
+	uint64_t u = b < 0 ? (uint64_t)-b : (uint64_t)b;
+	if (u >= 10ull << 20)
+		fprintf(f, "%c%.1f MiB", sign, (double)u / (1 << 20));
+	else if (u >= 10ull << 10)
+		fprintf(f, "%c%.1f KiB", sign, (double)u / (1 << 10));
+	else
+		fprintf(f, "%c%" PRIu64 " B", sign, u);
+}
+
+int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
+{
+	FILE *in = fopen(old, "r");
+	if (!in)
+		return -LS_E_IO;
+	struct pathtab t = { 0 };
+	int rc = paths_collect(&t, s, n);
+	uint64_t bad = 0, total = 0;
+	char line[4096 + 2];
+	int header = 0;
+	while (rc == 0 && fgets(line, sizeof line, in)) {
+		size_t l = strlen(line);
+		if (l && line[l - 1] != '\n' && !feof(in)) {
+			/* longer than 4 KiB: skip the rest of it */
+			int c;
+			while ((c = fgetc(in)) != EOF && c != '\n')
+				;
+			bad++;
+			continue;
+		}
+		if (l && line[l - 1] == '\n')
+			line[--l] = 0;
+		if (!header) {
+			header = 1;
+			if (strcmp(line, "# luaspy heap paths 1") != 0) {
+				rc = -LS_E_GARBAGE;
+				break;
+			}
+			continue;
+		}
+		char *e1, *e2;
+		long long b = strtoll(line, &e1, 10);
+		if (e1 == line || *e1 != '\t') {
+			bad++;
+			continue;
+		}
+		long long c = strtoll(e1 + 1, &e2, 10);
+		if (e2 == e1 + 1 || *e2 != '\t' || b < 0 || c < 0) {
+			bad++;
+			continue;
+		}
+		const char *p = intern(e2 + 1);
+		struct pathsum *e = p ? ps_get(&t, p) : NULL;
+		if (!e) {
+			rc = -LS_E_NOMEM;
+			break;
+		}
+		e->obytes += b;
+		e->ocount += c;
+	}
+	if (rc == 0 && ferror(in))
+		rc = -LS_E_IO;
+	fclose(in);
+	if (rc == 0 && !header)
+		rc = -LS_E_GARBAGE;
+	if (rc < 0) {
+		pathtab_free(&t);
+		return rc;
+	}
+	for (size_t i = 0; i < t.n; i++) {
+		total += (uint64_t)t.e[i].bytes;
+		t.e[i].bytes -= t.e[i].obytes;
+		t.e[i].count -= t.e[i].ocount;
+	}
+	int64_t noise = (int64_t)(total / 1000);
+	if (noise < 4096)
+		noise = 4096;
+	qsort(t.e, t.n, sizeof *t.e, ps_cmp);
+	fprintf(f, "Growth since %s: own bytes and objects by path (integer keys as [*]);\n"
+		"changes of at least %" PRId64 " bytes (4 KiB, or 0.1 %% of the %" PRIu64 " bytes now)\n",
+		old, noise, total);
+	int shown = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		if (absdiff(&t.e[i]) < noise)
+			break;
+		char c[HEAP_PATH_MAX];
+		fputs("  ", f);
+		put_signed(f, t.e[i].bytes);
+		fprintf(f, "  %+" PRId64 " objects  %s\n", t.e[i].count, out_clean(t.e[i].path, c, sizeof c, 0));
+		shown++;
+	}
+	if (!shown)
+		fputs("  (nothing above the noise)\n", f);
+	if (bad)
+		fprintf(f, "  (%" PRIu64 " lines of %s skipped: malformed or longer than 4 KiB)\n", bad, old);
+	pathtab_free(&t);
+	return ferror(f) ? -LS_E_IO : 0;
 }
 
 /* One word for a node's type in the retainers list. */

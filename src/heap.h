@@ -199,6 +199,23 @@ int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len
  * its id in the next snapshot: the comparison view matches them). Returns 0 or -LS_E_IO / -LS_E_NOMEM. */
 int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n);
 
+/* ---- growth: paths files and --diff ------------------------------------
+ * A paths file is text: "# luaspy heap paths 1", then one line per path
+ * "BYTES<TAB>COUNT<TAB>PATH": the own bytes and count of the objects
+ * whose shortest path from the roots is PATH, integer keys written [*]
+ * so that the entries of one array add up. */
+
+/* Write the paths of states S[0..N) (heap_graph_finish done) to F.
+ * 0, or -LS_E_NOMEM / -LS_E_IO. */
+int heap_paths_write(FILE *f, const struct heap_state *s, int n);
+
+/* Write to F what changed between the paths file OLD (read, untrusted:
+ * lines over 4 KiB or malformed are skipped and counted) and the states
+ * S[0..N): per path, the change of bytes and count, largest first, those
+ * above the noise (4 KiB and 0.1 % of the total bytes). Returns 0, or
+ * -LS_E_IO when OLD cannot be read (errno kept), -LS_E_NOMEM. */
+int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n);
+
 /* Write the text summary of states S[0..N) of process PID to F. */
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
 		     double pause_ms);
