@@ -6,7 +6,8 @@
  * name_or_index, to_node = the target's index into nodes), strings.
  * Readers compute dominators and retained sizes themselves.
  *
- * Mapping (docs/heap.md §5): table -> object "table", string -> string
+ * Mapping (docs/heap.md §5): table -> object "table" (with a metatable:
+ * "table <path of the metatable>"), string -> string
  * (its first 40 bytes), function -> closure "function chunk:line", C
  * function -> closure, prototype -> code, upvalue -> hidden, thread ->
  * object "thread", userdata/cdata -> native; table fields -> property
@@ -190,23 +191,45 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 	uint64_t base = 1;
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *h = &s[k];
+		/* a table or userdata with a metatable is named by the
+		 * metatable's path, "table <_G.Point>", as DevTools groups
+		 * objects by constructor name: one name per metatable */
+		const char **mtname = graph_ok(h) && h->pparent ? calloc(h->nn, sizeof *mtname) : NULL;
 		for (size_t i = 0; i < h->nn; i++) {
 			const char *name;
 			if (i == 0)
 				name = internf("Lua state 0x%" PRIx64, h->addr);
 			else
 				name = h->nname && h->nname[i] ? h->nname[i] : node_default_name(h->ntype[i]);
+			if (mtname && i > 0 && (h->ntype[i] == HEAP_TABLE || h->ntype[i] == HEAP_UDATA)) {
+				for (uint32_t e = h->efirst[i]; e < h->efirst[i + 1]; e++) {
+					if (h->e[e].name != heap_metatable_edge)
+						continue;
+					uint32_t m = h->e[e].to;
+					if (!mtname[m]) {
+						char path[HEAP_PATH_MAX];
+						mtname[m] = heap_node_path(h, m, path, sizeof path) == 0 ? intern(path) : "?";
+					}
+					name = internf("%s <%s>", name, mtname[m]);
+					break;
+				}
+			}
 			int64_t sid = str_id(&st, name);
-			if (sid < 0)
+			if (sid < 0) {
+				free(mtname);
 				goto nomem;
+			}
 			uint32_t ne = graph_ok(h) ? h->efirst[i + 1] - h->efirst[i] : 0;
 			/* state roots: 2k + 3 (the root is 1) */
 			int64_t id = node_id(&ids, i == 0 ? 2u * (uint64_t)k + 2 : h->naddr[i]);
-			if (id < 0)
+			if (id < 0) {
+				free(mtname);
 				goto nomem;
+			}
 			fprintf(f, ",\n%d,%" PRId64 ",%" PRId64 ",%u,%u,0,0",
 				i == 0 ? NT_SYNTHETIC : node_type(h->ntype[i]), sid, id, h->nself[i], ne);
 		}
+		free(mtname);
 		base += h->nn;
 	}
 	fputs("],\n\"edges\":[", f);
