@@ -30,7 +30,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from record" -s f -l format -x -a 
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
 # heap
-complete -c luaspy -n "__fish_seen_subcommand_from heap" -s f -l format -x -a 'text heapsnapshot paths' -d 'output format'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -s f -l format -x -a 'text heapsnapshot paths pprof' -d 'output format'
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -l diff -r -F -d 'what grew since an earlier paths file'
 # top
 complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds between refreshes'

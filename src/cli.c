@@ -74,8 +74,9 @@ static const struct cli_option {
 	{ "format", 'f', 'f', "FORMAT", R | H, GRP_OUTPUT,
 	  "record: flamegraph, folded, speedscope or pprof\n"
 	  "(default: from the extension of FILE, else flamegraph);\n"
-	  "heap: text, heapsnapshot or paths (default: from\n"
-	  "a FILE ending in .heapsnapshot or .paths, else text)" },
+	  "heap: text, heapsnapshot, paths or pprof (default:\n"
+	  "from a FILE ending in .heapsnapshot, .paths, .pb.gz\n"
+	  "or .pprof, else text)" },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
 	  "add a root frame per thread" },
 	{ "function", 'F', 'F', NULL, R | T, GRP_OUTPUT,
@@ -285,8 +286,10 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 				o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
 			else if (!strcmp(arg, "paths"))
 				o->heap_format = HEAP_FMT_PATHS;
+			else if (!strcmp(arg, "pprof"))
+				o->heap_format = HEAP_FMT_PPROF;
 			else
-				return usage_error("unknown heap format '%s': expected text, heapsnapshot or paths", arg);
+				return usage_error("unknown heap format '%s': expected text, heapsnapshot, paths or pprof", arg);
 			o->format = 0;
 			break;
 		}
@@ -430,6 +433,9 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 			o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
 		else if (ol >= 6 && !strcmp(o->output + ol - 6, ".paths"))
 			o->heap_format = HEAP_FMT_PATHS;
+		else if ((ol >= 6 && !strcmp(o->output + ol - 6, ".pb.gz")) ||
+			 (ol >= 6 && !strcmp(o->output + ol - 6, ".pprof")))
+			o->heap_format = HEAP_FMT_PPROF;
 	}
 	if (o->diff && o->heap_format != HEAP_FMT_TEXT)
 		return usage_error("%s", "--diff writes text: it takes no -f heapsnapshot or paths");

@@ -36,7 +36,7 @@ struct cli_opts {
 	const char *diff;          /* heap --diff OLD (a paths file) */
 };
 
-enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT, HEAP_FMT_PATHS };
+enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT, HEAP_FMT_PATHS, HEAP_FMT_PPROF };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
  * each command takes, their values). Prints help, the version or (for

@@ -171,6 +171,12 @@ static int heap_run(struct cli_opts *o, FILE *f)
 		if (notstopped)
 			msg_error("pid %d: %d of %d threads could not be stopped; the walk may be inconsistent",
 				  (int)o->pid, notstopped, nth);
+	} else if (o->heap_format == HEAP_FMT_PPROF) {
+		werr = heap_pprof_write(f, hs, n) < 0;
+		for (int i = 0; i < n; i++)
+			if (hs[i].cut)
+				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].cut);
 	} else if (o->heap_format == HEAP_FMT_PATHS || o->diff) {
 		int prc = o->diff ? heap_diff_write(f, o->diff, hs, n) : heap_paths_write(f, hs, n);
 		if (prc == -LS_E_GARBAGE || (prc == -LS_E_IO && o->diff && !ferror(f)))

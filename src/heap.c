@@ -576,6 +576,34 @@ static int node_path(const struct heap_state *s, uint32_t i, char *buf, size_t l
 	return 0;
 }
 
+int heap_node_prefixes(const struct heap_state *s, uint32_t i, const char **out, int max)
+{
+	if (!s->pparent || i >= s->nn || s->pparent[i] == NONE || max < 1)
+		return -1;
+	uint32_t chain[64];
+	int n = 0;
+	for (uint32_t j = i; j != 0 && n < 64; j = s->pparent[j])
+		chain[n++] = s->pedge[j];
+	if (n > max)
+		n = max;   /* the outermost N segments (a deeper object is counted at its ancestor at depth MAX) */
+	char buf[HEAP_PATH_MAX];
+	size_t used = 0;
+	int k = 0;
+	for (int m = n - 1; m >= 0 && k < max; m--) {
+		char seg[160];
+		seg_text(&s->e[chain[m]], m == n - 1, seg, sizeof seg, 1);
+		size_t sl = strlen(seg);
+		if (used + sl + 1 > sizeof buf)
+			break;
+		memcpy(buf + used, seg, sl + 1);
+		used += sl;
+		out[k++] = intern(buf);
+		if (!out[k - 1])
+			return -1;
+	}
+	return k;
+}
+
 /* ---- growth ----------------------------------------------------------------- */
 
 struct pathsum {

@@ -199,6 +199,19 @@ int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len
  * its id in the next snapshot: the comparison view matches them). Returns 0 or -LS_E_IO / -LS_E_NOMEM. */
 int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n);
 
+/* The path of node I as its prefixes, outermost first, integer keys as
+ * [*]: OUT[0] = "_G", OUT[1] = "_G.cache", OUT[2] = "_G.cache[*]"
+ * (interned; at most MAX, and the path's first 64 edges). Returns the
+ * count, or -1 when I was not reached. */
+int heap_node_prefixes(const struct heap_state *s, uint32_t i, const char **out, int max);
+
+/* heap_pprof.c: write states S[0..N) (heap_graph_finish done) to F as a
+ * gzipped pprof profile (profile.proto): one sample per path, its stack
+ * the path's prefixes (leaf: the whole path), values inuse_objects
+ * (count) and inuse_space (bytes), as go tool pprof names a heap
+ * profile's. 0 or -LS_E_NOMEM / -LS_E_IO. */
+int heap_pprof_write(FILE *f, const struct heap_state *s, int n);
+
 /* ---- growth: paths files and --diff ------------------------------------
  * A paths file is text: "# luaspy heap paths 1", then one line per path
  * "BYTES<TAB>COUNT<TAB>PATH": the own bytes and count of the objects
