@@ -129,8 +129,9 @@ static const struct {
 	[CMD_HEAP] = {
 		"Usage: luaspy heap [OPTIONS] --pid PID\n"
 		"Stop the process, walk every Lua object and print what the heap holds:\n"
-		"bytes by type beside the VM's own count, the largest tables with their\n"
-		"path from _G or the registry, the largest strings.\n",
+		"bytes by type beside the VM's own count, the largest retainers (by\n"
+		"retained size) and tables with their paths from the roots, tables by\n"
+		"metatable, functions by prototype, the largest strings. See docs/heap.md.\n",
 		"" },
 };
 
