@@ -91,9 +91,6 @@ static const struct cli_option {
 	  "also list every coroutine with its status and stack" },
 	{ "native-only", 0, OPT_NATIVE_ONLY, NULL, D, GRP_OUTPUT,
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
-	{ "diff", 0, OPT_DIFF, "OLD", H, GRP_OUTPUT,
-	  "what grew since OLD, an earlier heap -f paths file:\n"
-	  "bytes and objects by path" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
 	{ "verbose", 'v', 'v', NULL, R | T | D | H, GRP_GENERAL,
@@ -102,6 +99,10 @@ static const struct cli_option {
 	  "show this help" },
 	{ "version", 0, OPT_VERSION, NULL, R | T | D | H, GRP_HIDDEN,
 	  "show the version" },
+	/* heap (cmd_heap.c) */
+	{ "diff", 0, OPT_DIFF, "OLD", H, GRP_OUTPUT,
+	  "what grew since OLD, an earlier heap -f paths file:\n"
+	  "bytes and objects by path" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
