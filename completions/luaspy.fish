@@ -1,20 +1,21 @@
 # fish completion for luaspy(1)
-set -l cmds record top dump help
+set -l cmds record top dump heap help
 complete -c luaspy -f
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a record -d 'sample a process and write a profile'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a top -d 'live view of the hottest functions'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a dump -d 'print every thread stack once'
+complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a heap -d 'what the Lua heap holds'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a help -d 'help for a command'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -l version -d 'show the version'
-complete -c luaspy -n "__fish_seen_subcommand_from help" -a 'record top dump'
+complete -c luaspy -n "__fish_seen_subcommand_from help" -a 'record top dump heap'
 # common
-complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s p -l pid -x -a '(__fish_complete_pids)' -d 'profile the running process PID'
+complete -c luaspy -n "__fish_seen_subcommand_from record top dump heap" -s p -l pid -x -a '(__fish_complete_pids)' -d 'profile the running process PID'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s i -l idle -d 'include sleeping threads'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s n -l native -d 'include native frames (default)'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l lua-only -d 'Lua frames only'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l timeout -x -d 'seconds to wait for a Lua runtime'
-complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s v -l verbose -d 'say how the VM was found'
-complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s h -l help -d 'show help'
+complete -c luaspy -n "__fish_seen_subcommand_from record top dump heap" -s v -l verbose -d 'say how the VM was found'
+complete -c luaspy -n "__fish_seen_subcommand_from record top dump heap" -s h -l help -d 'show help'
 # record and top
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s r -l rate -x -d 'samples per second'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s d -l duration -x -d 'seconds to sample'
@@ -25,10 +26,13 @@ complete -c luaspy -n "__fish_seen_subcommand_from record top" -s F -l function 
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l stats -d 'stop-time statistics'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l sampler -x -a 'ptrace perf auto' -d 'how samples are taken'
 # record
-complete -c luaspy -n "__fish_seen_subcommand_from record" -s o -l output -r -F -d 'output file'
+complete -c luaspy -n "__fish_seen_subcommand_from record heap" -s o -l output -r -F -d 'output file'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s f -l format -x -a 'flamegraph folded speedscope pprof' -d 'output format'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
+# heap
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -s f -l format -x -a 'text heapsnapshot paths pprof' -d 'output format'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -l diff -r -F -d 'what grew since an earlier paths file'
 # top
 complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds between refreshes'
 # dump

@@ -20,13 +20,14 @@
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
-	OPT_SAMPLER, OPT_CORE, OPT_EXE
+	OPT_SAMPLER, OPT_CORE, OPT_EXE, OPT_DIFF
 };
 
 /* Commands as bits of cli_option.cmds. */
 #define R (1u << CMD_RECORD)
 #define T (1u << CMD_TOP)
 #define D (1u << CMD_DUMP)
+#define H (1u << CMD_HEAP)
 
 /* Help groups: the OPTIONS subsections of man/luaspy.1, in their order. */
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
@@ -46,7 +47,7 @@ static const struct cli_option {
 	int group;          /* GRP_*; GRP_HIDDEN: accepted, not in help */
 	const char *help;
 } options[] = {
-	{ "pid", 'p', 'p', "PID", R | T | D, GRP_TARGET,
+	{ "pid", 'p', 'p', "PID", R | T | D | H, GRP_TARGET,
 	  "attach to the running process PID" },
 	{ "subprocesses", 's', 's', NULL, R | T, GRP_TARGET,
 	  "also profile child processes (one root frame each)" },
@@ -68,11 +69,14 @@ static const struct cli_option {
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
 	  "no torn samples, longer stops" },
-	{ "output", 'o', 'o', "FILE", R, GRP_OUTPUT,
-	  "output file (default luaspy-PID.svg)" },
-	{ "format", 'f', 'f', "FORMAT", R, GRP_OUTPUT,
-	  "flamegraph, folded, speedscope or pprof\n"
-	  "(default: from the extension of FILE, else flamegraph)" },
+	{ "output", 'o', 'o', "FILE", R | H, GRP_OUTPUT,
+	  "output file (record: default luaspy-PID.svg; heap: stdout)" },
+	{ "format", 'f', 'f', "FORMAT", R | H, GRP_OUTPUT,
+	  "record: flamegraph, folded, speedscope or pprof\n"
+	  "(default: from the extension of FILE, else flamegraph);\n"
+	  "heap: text, heapsnapshot, paths or pprof (default:\n"
+	  "from a FILE ending in .heapsnapshot, .paths, .pb.gz\n"
+	  "or .pprof, else text)" },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
 	  "add a root frame per thread" },
 	{ "function", 'F', 'F', NULL, R | T, GRP_OUTPUT,
@@ -89,11 +93,11 @@ static const struct cli_option {
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
-	{ "verbose", 'v', 'v', NULL, R | T | D, GRP_GENERAL,
+	{ "verbose", 'v', 'v', NULL, R | T | D | H, GRP_GENERAL,
 	  "say how the VM was found (repeat for more)" },
-	{ "help", 'h', 'h', NULL, R | T | D, GRP_GENERAL,
+	{ "help", 'h', 'h', NULL, R | T | D | H, GRP_GENERAL,
 	  "show this help" },
-	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
+	{ "version", 0, OPT_VERSION, NULL, R | T | D | H, GRP_HIDDEN,
 	  "show the version" },
 	{ "sampler", 0, OPT_SAMPLER, "KIND", R | T, GRP_SAMPLING,
 	  "ptrace (default): stop each thread for its sample;\n"
@@ -105,10 +109,14 @@ static const struct cli_option {
 	{ "exe", 0, OPT_EXE, "FILE", D, GRP_TARGET,
 	  "with --core: the executable that ran (default: the path\n"
 	  "the core names, used when its build-id matches)" },
+	/* heap (cmd_heap.c) */
+	{ "diff", 0, OPT_DIFF, "OLD", H, GRP_OUTPUT,
+	  "what grew since OLD, an earlier heap -f paths file:\n"
+	  "bytes and objects by path" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
-static const char *const cmd_names[] = { "", "record", "top", "dump" };
+static const char *const cmd_names[] = { "", "record", "top", "dump", "heap" };
 
 /* What each command's help says around its options. */
 static const struct {
@@ -129,6 +137,13 @@ static const struct {
 		"Usage: luaspy dump [OPTIONS] --pid PID\n"
 		"       luaspy dump [OPTIONS] --core CORE [--exe EXE]\n"
 		"Print the current stack of every thread once.\n",
+		"" },
+	[CMD_HEAP] = {
+		"Usage: luaspy heap [OPTIONS] --pid PID\n"
+		"Stop the process, walk every Lua object and print what the heap holds:\n"
+		"bytes by type beside the VM's own count, the largest retainers (by\n"
+		"retained size) and tables with their paths from the roots, tables by\n"
+		"metatable, functions by prototype, the largest strings. See docs/heap.md.\n",
 		"" },
 };
 
@@ -153,7 +168,7 @@ static void help_option(FILE *f, const struct cli_option *op)
 
 void cli_help(int cmd)
 {
-	if (cmd < CMD_RECORD || cmd > CMD_DUMP) {
+	if (cmd < CMD_RECORD || cmd > CMD_HEAP) {
 		fputs("Usage: luaspy COMMAND [OPTIONS]\n"
 		      "A sampling profiler for Lua (LuaJIT 2.1, PUC Lua 5.1-5.4) with native frames.\n\n"
 		      "Commands:\n"
@@ -161,12 +176,14 @@ void cli_help(int cmd)
 		      "            speedscope JSON or pprof\n"
 		      "  top       live view of the hottest functions\n"
 		      "  dump      print the stack of every thread once\n"
+		      "  heap      what the Lua heap holds: bytes by type, largest tables\n"
 		      "  help CMD  help for one command\n\n"
 		      "Examples:\n"
 		      "  luaspy record --pid 1234 -o profile.svg\n"
 		      "  luaspy record -o profile.svg -- luajit app.lua\n"
 		      "  luaspy top --pid 1234\n"
-		      "  luaspy dump --pid 1234\n\n"
+		      "  luaspy dump --pid 1234\n"
+		      "  luaspy heap --pid 1234\n\n"
 		      "Options: --help, --version. See luaspy(1) and 'luaspy help COMMAND'.\n", stdout);
 		return;
 	}
@@ -197,7 +214,7 @@ static void list_options(void)
 			fputs("-\t", stdout);
 		printf("%s\t%s\t", op->arg ? op->arg : "-", group_names[op->group]);
 		const char *sep = "";
-		for (int c = CMD_RECORD; c <= CMD_DUMP; c++)
+		for (int c = CMD_RECORD; c <= CMD_HEAP; c++)
 			if (op->cmds & (1u << c)) {
 				printf("%s%s", sep, cmd_names[c]);
 				sep = ",";
@@ -275,6 +292,20 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	}
 	case 'o': o->output = arg; break;
 	case 'f':
+		if (o->cmd == CMD_HEAP) {
+			if (!strcmp(arg, "text"))
+				o->heap_format = HEAP_FMT_TEXT;
+			else if (!strcmp(arg, "heapsnapshot"))
+				o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
+			else if (!strcmp(arg, "paths"))
+				o->heap_format = HEAP_FMT_PATHS;
+			else if (!strcmp(arg, "pprof"))
+				o->heap_format = HEAP_FMT_PPROF;
+			else
+				return usage_error("unknown heap format '%s': expected text, heapsnapshot, paths or pprof", arg);
+			o->format = 0;
+			break;
+		}
 		o->format = out_format_parse(arg);
 		if (o->format < 0)
 			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope or pprof", arg);
@@ -307,6 +338,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_LUA_ONLY: o->lua_only = 1; o->native = 0; break;
 	case OPT_NONBLOCKING: o->nonblocking = 1; break;
 	case OPT_BLOCKING: o->blocking = 1; break;
+	case OPT_DIFF: o->diff = arg; break;
 	case 't': o->threads = 1; break;
 	case 'F': o->function = 1; break;
 	case OPT_VMSTATE: o->vmstate = 1; break;
@@ -361,7 +393,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	if (!strcmp(c, "help")) {
 		int cmd = CMD_NONE;
 		if (argc > 2) {
-			for (int i = 1; i <= 3; i++)
+			for (int i = 1; i <= CMD_HEAP; i++)
 				if (!strcmp(argv[2], cmd_names[i]))
 					cmd = i;
 			if (cmd == CMD_NONE)
@@ -370,7 +402,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		cli_help(cmd);
 		return 1;
 	}
-	for (int i = 1; i <= 3; i++)
+	for (int i = 1; i <= CMD_HEAP; i++)
 		if (!strcmp(c, cmd_names[i]))
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
@@ -416,6 +448,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
+	if (o->cmd == CMD_HEAP && o->argv)
+		return usage_error("%s", "heap needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && o->blocking)
@@ -426,6 +460,18 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("--sampler perf samples running threads with their native stack: "
 				   "not with %s", o->blocking ? "--blocking" : o->nonblocking ? "--nonblocking" :
 				   o->idle ? "--idle" : "--lua-only");
+	if (o->cmd == CMD_HEAP && o->format < 0 && o->output) {
+		size_t ol = strlen(o->output);
+		if (ol >= 13 && !strcmp(o->output + ol - 13, ".heapsnapshot"))
+			o->heap_format = HEAP_FMT_HEAPSNAPSHOT;
+		else if (ol >= 6 && !strcmp(o->output + ol - 6, ".paths"))
+			o->heap_format = HEAP_FMT_PATHS;
+		else if ((ol >= 6 && !strcmp(o->output + ol - 6, ".pb.gz")) ||
+			 (ol >= 6 && !strcmp(o->output + ol - 6, ".pprof")))
+			o->heap_format = HEAP_FMT_PPROF;
+	}
+	if (o->diff && o->heap_format != HEAP_FMT_TEXT)
+		return usage_error("%s", "--diff writes text: it takes no -f heapsnapshot or paths");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)
@@ -443,6 +489,7 @@ int cli_run(struct cli_opts *o)
 	case CMD_DUMP: return cmd_dump(o);
 	case CMD_RECORD: return cmd_record(o);
 	case CMD_TOP: return cmd_top(o);
+	case CMD_HEAP: return cmd_heap(o);
 	}
 	return err_exit_code(LS_E_USAGE);
 }

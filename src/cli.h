@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP };
+enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_HEAP };
 
 #define RATE_MAX_HZ 10000.0
 
@@ -39,6 +39,11 @@ struct cli_opts {
 
 /* --sampler: how record and top take samples (dump always stops). */
 enum { SAMPLER_PTRACE = 0, SAMPLER_PERF, SAMPLER_AUTO };
+	int heap_format;           /* heap -f: HEAP_FMT_* */
+	const char *diff;          /* heap --diff OLD (a paths file) */
+};
+
+enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT, HEAP_FMT_PATHS, HEAP_FMT_PPROF };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
  * each command takes, their values). Prints help, the version or (for
@@ -58,5 +63,7 @@ int cli_run(struct cli_opts *o);
 int cmd_dump(struct cli_opts *o);
 int cmd_record(struct cli_opts *o);
 int cmd_top(struct cli_opts *o);
+/* cmd_heap.c: luaspy heap (docs/heap.md). */
+int cmd_heap(struct cli_opts *o);
 
 #endif

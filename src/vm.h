@@ -89,6 +89,7 @@ struct walk_info {
 };
 
 struct vm;
+struct heap_state;
 
 /* Called by vm_ops.coroutines for each coroutine: its address, status,
  * Lua stack, and 0 or the -LS_E_* that stopped its walk (ST then holds
@@ -140,6 +141,18 @@ struct vm_ops {
 	 * back-off longer. May be NULL. */
 	int (*discover)(struct vm *vm, struct target *t, unsigned what);
 	void (*close)(struct vm *vm);
+	/* Optional (luaspy heap): walk the heap of every state known, reading
+	 * through M (a block cache over T's reader), FLAGS HEAP_WANT_* of
+	 * heap.h (HEAP_WANT_NAMES: name every node, for -f heapsnapshot);
+	 * the caller keeps the
+	 * threads of T stopped meanwhile. Fills *OUT with a calloc'ed array of
+	 * one struct heap_state per state walked (heap.h), objects and
+	 * references added (the caller runs heap_graph_finish once the
+	 * threads run again, frees each with heap_state_free, then the array). Returns how many, or
+	 * -LS_E_* (UNSUPPORTED: a layout whose heap is not described).
+	 * Sizes and lists per release: docs/heap.md. May be NULL. */
+	int (*heap)(struct vm *vm, struct target *t, struct mem *m, unsigned flags,
+		    struct heap_state **out);
 };
 
 extern const struct vm_ops vm_luajit_ops;

@@ -2124,4 +2124,5 @@ const struct vm_ops vm_luajit_ops = {
 	.coroutines = lj_coroutines,
 	.discover = lj_discover,
 	.close = lj_close,
+	.heap = lj_heap,
 };

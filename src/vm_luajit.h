@@ -282,4 +282,9 @@ int lj_resumers_image(const struct lj_layout *lay, struct mem *m, uint64_t L, ui
 		      uint64_t *out, int max);
 
 
+/* vm_luajit_heap.c: vm_ops.heap (vm.h) for LuaJIT: every state's
+ * objects, sizes and largest tables and strings (docs/heap.md §3). */
+int lj_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags,
+	     struct heap_state **out);
+
 #endif

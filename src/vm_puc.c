@@ -149,4 +149,5 @@ const struct vm_ops vm_puc_ops = {
 	.describe = puc_describe,
 	.coroutines = puc_coroutines,
 	.close = puc_close,
+	.heap = puc_heap,
 };

@@ -260,4 +260,11 @@ int puc_walk(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua
 int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		 struct walk_info *info);
 
+/* ---- vm_puc_heap.c ---------------------------------------------------------- */
+
+/* vm_ops.heap (vm.h) for PUC Lua: every main state's objects, sizes and
+ * largest tables and strings (docs/heap.md §2). */
+int puc_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags,
+	     struct heap_state **out);
+
 #endif

@@ -1,0 +1,236 @@
+/* heap.h: `luaspy heap`: what a Lua state's heap holds, by object type,
+ * as the VM's walker (vm_ops.heap: vm_puc_heap.c, vm_luajit_heap.c)
+ * reports it object by object; the largest tables with a path from a
+ * root, the largest strings. docs/heap.md says how each VM is walked
+ * and sized.
+ *
+ * A walker fills one struct heap_state per Lua state: heap_add() for
+ * every object, with the size the VM frees it with; heap_table() and
+ * heap_string() offer candidates for the "largest" lists; heap_path_*
+ * keep the breadth-first search from the roots over table keys that
+ * names a table's path. Nothing here reads the target. */
+#ifndef LUASPY_HEAP_H
+#define LUASPY_HEAP_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "htab.h"
+
+/* Object types, as the text summary groups them. */
+enum heap_type {
+	HEAP_STRING = 0,   /* strings (interned and long) */
+	HEAP_TABLE,        /* tables: header, array part, hash part */
+	HEAP_LFUNC,        /* Lua closures (with their upvalue pointers) */
+	HEAP_CFUNC,        /* C closures (with their upvalue values) */
+	HEAP_PROTO,        /* function prototypes with their arrays */
+	HEAP_UPVAL,        /* upvalues (open and closed) */
+	HEAP_THREAD,       /* threads: lua_State, stack, CallInfo list */
+	HEAP_UDATA,        /* full userdata with payload */
+	HEAP_CDATA,        /* LuaJIT cdata (header only) */
+	HEAP_TRACE,        /* LuaJIT traces met in object lists */
+	HEAP_STRTAB,       /* the string table's bucket array */
+	HEAP_VMBUF,        /* the VM's own buffers (PUC 5.1/5.2 Mbuffer, LuaJIT tmpbuf) */
+	HEAP_NTYPES
+};
+
+/* Printable name of type T ("tables"). */
+const char *heap_type_name(int t);
+
+#define HEAP_WANT_NAMES 0x1     /* vm_ops.heap flag: name every node (heap_node_name) */
+
+#define HEAP_TOP 10              /* entries in each "largest" list */
+#define HEAP_TOP_RETAINERS 20    /* entries in the largest-retainers list */
+#define HEAP_MAX_OBJECTS 50000000u /* objects counted per state; past it the walk stops (cut) */
+#define HEAP_MAX_PATH_TABLES 2000000u /* tables the path search visits (about 40 bytes each) */
+#define HEAP_MAX_TABLE_SLOTS (1u << 24) /* array + hash slots looked at per table by the path search */
+#define HEAP_PATH_MAX 256        /* bytes of a printed path */
+#define HEAP_STR_PREVIEW 48      /* bytes of a string shown */
+
+struct heap_top_table {
+	uint64_t addr, bytes;
+	uint32_t asize, hsize;       /* array slots, hash nodes */
+};
+
+struct heap_top_string {
+	uint64_t addr, len, bytes;
+	char preview[HEAP_STR_PREVIEW];
+	int npreview;                /* bytes in preview */
+};
+
+/* Edge kinds: how the path of an object is printed. */
+enum heap_edge_kind {
+	HEAP_E_ROOT = 0,   /* from the synthetic root: NAME ("_G", "registry") */
+	HEAP_E_KEY,        /* table field with string key NAME: .name or ["..."] */
+	HEAP_E_INDEX,      /* table field with integer key IDX: [idx] */
+	HEAP_E_OTHER,      /* anything else: NAME ("upvalue 'cache'", "[metatable]") */
+};
+
+/* The name of every metatable edge (compared by pointer: the summary
+ * groups tables and userdata by their metatable). */
+extern const char heap_metatable_edge[];
+
+struct heap_edge {
+	uint32_t to;                 /* node index */
+	uint8_t kind;                /* enum heap_edge_kind */
+	int64_t idx;                 /* HEAP_E_INDEX */
+	const char *name;            /* interned or static, or NULL */
+};
+
+/* Lua closures of one prototype. */
+struct heap_fn {
+	uint64_t proto;
+	const char *label;           /* interned "chunk:line", or NULL */
+	uint64_t closures, bytes;    /* closures of it, their bytes (not the prototype's) */
+};
+
+/* What one state's walk found. */
+struct heap_state {
+	uint64_t addr;               /* main lua_State (PUC) / global_State (LuaJIT) */
+	uint64_t count[HEAP_NTYPES], bytes[HEAP_NTYPES];
+	uint64_t objects;            /* objects counted, all types */
+	uint64_t vm_bytes;           /* the VM's own count of bytes in use */
+	const char *vm_bytes_how;    /* static text naming it ("totalbytes + GCdebt"), NULL: unknown */
+	const char *not_walked;      /* static text: what is in the VM's count but not walked */
+	uint64_t bad;                /* objects whose header or size did not validate (skipped) */
+	const char *cut;             /* static text: the bound that stopped the walk, or NULL */
+	struct heap_top_table tables[HEAP_TOP];
+	int ntables;
+	struct heap_top_string strings[HEAP_TOP];
+	int nstrings;
+	/* the object graph: node 0 is the synthetic root; nodes in the order
+	 * the walk met them, edges per node in index order (CSR: efirst) */
+	uint64_t *naddr;
+	uint32_t *nself;             /* bytes (objects over 4 GiB are cut to 4 GiB - 1) */
+	uint8_t *ntype;
+	const char **nname;          /* HEAP_WANT_NAMES: interned names, or NULL */
+	size_t nn, capn, capself, captype, capname;
+	int want_names;
+	struct htab nidx;            /* address -> node */
+	uint32_t *efirst;            /* first edge of each node begun; nn + 1 after finish */
+	size_t capfirst, ebegun;
+	struct heap_edge *e;
+	size_t ne, cape;
+	uint64_t edges_lost;         /* references to no object walked */
+	const char *graph_cut;       /* static text: why the graph is incomplete, or NULL */
+	/* heap_graph_finish(): shortest path from the root (parent node and
+	 * edge), immediate dominator, retained bytes; UINT32_MAX: unreached */
+	uint32_t *pparent, *pedge, *idom;
+	uint64_t *retained;
+	uint64_t unreached, unreached_bytes;
+	uint32_t top[HEAP_TOP_RETAINERS]; /* nodes of largest retained size */
+	/* tables and userdata by metatable (heap_graph_finish), largest first */
+	struct heap_bymt {
+		uint32_t mt;             /* the metatable's node */
+		uint64_t tables, udata, bytes;
+	} bymt[HEAP_TOP];
+	int nbymt;
+	/* functions by prototype (heap_closure) */
+	struct heap_fn *fn;
+	size_t nfn, capfn;
+	struct htab fnidx;
+	int ntop;
+};
+
+/* Start S for the state at ADDR (zeroes it). */
+void heap_state_init(struct heap_state *s, uint64_t addr);
+/* Free what S holds (the path search). */
+void heap_state_free(struct heap_state *s);
+
+/* Count one object of type T, BYTES as the VM frees it. Returns 0, or
+ * -1 once HEAP_MAX_OBJECTS were counted (S->cut set; stop walking). */
+int heap_add(struct heap_state *s, int t, uint64_t bytes);
+/* Offer table ADDR of BYTES (ASIZE array slots, HSIZE nodes) to the
+ * largest-tables list. */
+void heap_table(struct heap_state *s, uint64_t addr, uint64_t bytes, uint32_t asize, uint32_t hsize);
+/* Is a string of LEN bytes a candidate for the largest-strings list? */
+int heap_string_wanted(const struct heap_state *s, uint64_t len);
+/* Offer string ADDR (LEN bytes, BYTES as freed, its first N bytes in
+ * PREVIEW) to the largest-strings list. */
+void heap_string(struct heap_state *s, uint64_t addr, uint64_t len, uint64_t bytes,
+		 const char *preview, int n);
+
+/* Count a Lua closure of BYTES whose prototype is PROTO (the walker sets
+ * S->fn[i].label, "chunk:line", once all are counted). One entry per
+ * prototype: bounded by the objects counted. */
+void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
+
+/* ---- the object graph ----------------------------------------------------
+ * Walkers add every object as a node (heap_node, beside heap_add), then
+ * for each node in index order its references (heap_edges_begin, then
+ * heap_edge for each), node 0 (the root) first with the roots. Then
+ * heap_graph_finish computes the shortest path from the root to each
+ * object (breadth first: _G before the registry), the dominator tree
+ * (Lengauer-Tarjan, iterative) and the retained size of every object:
+ * its own bytes plus those of every object reachable only through it,
+ * as Chrome DevTools and Eclipse MAT compute it. Memory: about 100 bytes
+ * per object and 28 per reference while it runs. */
+
+#define HEAP_MAX_NODES 40000000u  /* objects in the graph; past it no graph (graph_cut) */
+#define HEAP_MAX_EDGES 200000000u /* references kept; past it the graph is cut */
+
+/* Add node ADDR of TYPE and BYTES; returns its index, or -1 when the
+ * graph is cut (S->graph_cut). Node 0 must be the root (ADDR 0). */
+int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes);
+/* With S->want_names: name node I (NAME interned or static). */
+void heap_node_name(struct heap_state *s, int64_t i, const char *name);
+/* Index of the node at ADDR, or -1. */
+int64_t heap_node_find(const struct heap_state *s, uint64_t addr);
+/* Start the references of node I (I = the previous one + 1, from 0). */
+void heap_edges_begin(struct heap_state *s, uint32_t i);
+/* Add a reference from the node begun last to the object at TO (ignored
+ * when no node is at TO: counted in edges_lost), of KIND, NAME, IDX. */
+void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, int64_t idx);
+/* End the edge pass (call after the last node's edges) and compute paths,
+ * dominators, retained sizes and the largest retainers. 0, or -1 when
+ * out of memory (then no retained sizes: S->graph_cut says so). */
+int heap_graph_finish(struct heap_state *s);
+/* Write the path of node I from the root into BUF (LEN bytes): "_G.cache",
+ * "registry._LOADED.heapmod.store", "_G.f > upvalue 'cache'"; returns 0,
+ * or -1 when I was not reached from the roots. Keys that are not
+ * identifiers are quoted and escaped; a path longer than LEN ends in "...". */
+int heap_node_path(const struct heap_state *s, uint32_t i, char *buf, size_t len);
+
+/* out_heapsnapshot.c: write states S[0..N) (walked with HEAP_WANT_NAMES,
+ * heap_graph_finish done) to F as one Chrome DevTools heap snapshot
+ * (.heapsnapshot JSON: snapshot.meta, nodes, edges, strings): a synthetic
+ * root with one synthetic node per state, whose edges lead to its roots.
+ * Node ids are 32-bit, made from object addresses (the same object keeps
+ * its id in the next snapshot: the comparison view matches them). Returns 0 or -LS_E_IO / -LS_E_NOMEM. */
+int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n);
+
+/* The path of node I as its prefixes, outermost first, integer keys as
+ * [*]: OUT[0] = "_G", OUT[1] = "_G.cache", OUT[2] = "_G.cache[*]"
+ * (interned; at most MAX, and the path's first 64 edges). Returns the
+ * count, or -1 when I was not reached. */
+int heap_node_prefixes(const struct heap_state *s, uint32_t i, const char **out, int max);
+
+/* heap_pprof.c: write states S[0..N) (heap_graph_finish done) to F as a
+ * gzipped pprof profile (profile.proto): one sample per path, its stack
+ * the path's prefixes (leaf: the whole path), values inuse_objects
+ * (count) and inuse_space (bytes), as go tool pprof names a heap
+ * profile's. 0 or -LS_E_NOMEM / -LS_E_IO. */
+int heap_pprof_write(FILE *f, const struct heap_state *s, int n);
+
+/* ---- growth: paths files and --diff ------------------------------------
+ * A paths file is text: "# luaspy heap paths 1", then one line per path
+ * "BYTES<TAB>COUNT<TAB>PATH": the own bytes and count of the objects
+ * whose shortest path from the roots is PATH, integer keys written [*]
+ * so that the entries of one array add up. */
+
+/* Write the paths of states S[0..N) (heap_graph_finish done) to F.
+ * 0, or -LS_E_NOMEM / -LS_E_IO. */
+int heap_paths_write(FILE *f, const struct heap_state *s, int n);
+
+/* Write to F what changed between the paths file OLD (read, untrusted:
+ * lines over 4 KiB or malformed are skipped and counted) and the states
+ * S[0..N): per path, the change of bytes and count, largest first, those
+ * above the noise (4 KiB and 0.1 % of the total bytes). Returns 0, or
+ * -LS_E_IO when OLD cannot be read (errno kept), -LS_E_NOMEM. */
+int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n);
+
+/* Write the text summary of states S[0..N) of process PID to F. */
+void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
+		     double pause_ms);
+
+#endif
