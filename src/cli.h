@@ -35,13 +35,12 @@ struct cli_opts {
 	int sampler;               /* --sampler: SAMPLER_* (default SAMPLER_PTRACE) */
 	const char *core;          /* dump --core FILE: a core file instead of a pid */
 	const char *exe;           /* dump --exe FILE: the executable the core ran */
+	int heap_format;           /* heap -f: HEAP_FMT_* */
+	const char *diff;          /* heap --diff OLD (a paths file) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */
 enum { SAMPLER_PTRACE = 0, SAMPLER_PERF, SAMPLER_AUTO };
-	int heap_format;           /* heap -f: HEAP_FMT_* */
-	const char *diff;          /* heap --diff OLD (a paths file) */
-};
 
 enum { HEAP_FMT_TEXT = 0, HEAP_FMT_HEAPSNAPSHOT, HEAP_FMT_PATHS, HEAP_FMT_PPROF };
 
