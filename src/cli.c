@@ -19,13 +19,15 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
+	OPT_FOCUS, OPT_IGNORE, OPT_DIFF, OPT_NOLINENO, OPT_TID, OPT_PERIOD
 };
 
 /* Commands as bits of cli_option.cmds. */
 #define R (1u << CMD_RECORD)
 #define T (1u << CMD_TOP)
 #define D (1u << CMD_DUMP)
+#define P (1u << CMD_REPORT)
 
 /* Help groups: the OPTIONS subsections of man/luaspy.1, in their order. */
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
@@ -67,14 +69,15 @@ static const struct cli_option {
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
 	  "no torn samples, longer stops" },
-	{ "output", 'o', 'o', "FILE", R, GRP_OUTPUT,
+	{ "output", 'o', 'o', "FILE", R | P, GRP_OUTPUT,
 	  "output file (default luaspy-PID.svg)" },
-	{ "format", 'f', 'f', "FORMAT", R, GRP_OUTPUT,
-	  "flamegraph, folded, speedscope or pprof\n"
+	{ "format", 'f', 'f', "FORMAT", R | P, GRP_OUTPUT,
+	  "flamegraph, folded, speedscope, pprof or callgrind\n"
+	  "(report also: top, a text table to stdout)\n"
 	  "(default: from the extension of FILE, else flamegraph)" },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
 	  "add a root frame per thread" },
-	{ "function", 'F', 'F', NULL, R | T, GRP_OUTPUT,
+	{ "function", 'F', 'F', NULL, R | T | P, GRP_OUTPUT,
 	  "aggregate by function instead of by line" },
 	{ "vmstate", 0, OPT_VMSTATE, NULL, R, GRP_OUTPUT,
 	  "add the VM state as a leaf frame ([GC], [JIT trace 12])" },
@@ -88,16 +91,32 @@ static const struct cli_option {
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
-	{ "verbose", 'v', 'v', NULL, R | T | D, GRP_GENERAL,
+	{ "verbose", 'v', 'v', NULL, R | T | D | P, GRP_GENERAL,
 	  "say how the VM was found (repeat for more)" },
-	{ "help", 'h', 'h', NULL, R | T | D, GRP_GENERAL,
+	{ "help", 'h', 'h', NULL, R | T | D | P, GRP_GENERAL,
 	  "show this help" },
-	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
+	{ "version", 0, OPT_VERSION, NULL, R | T | D | P, GRP_HIDDEN,
 	  "show the version" },
+	/* report, record --period (cmd_report.c, cmd_record.c) */
+	{ "focus", 0, OPT_FOCUS, "REGEX", P, GRP_OUTPUT,
+	  "keep only stacks with a frame matching REGEX (POSIX ERE)" },
+	{ "ignore", 0, OPT_IGNORE, "REGEX", P, GRP_OUTPUT,
+	  "drop stacks with a frame matching REGEX" },
+	{ "tid", 0, OPT_TID, "TID", P, GRP_OUTPUT,
+	  "keep only the samples of thread TID" },
+	{ "nolineno", 0, OPT_NOLINENO, NULL, P, GRP_OUTPUT,
+	  "drop line numbers (one frame per function and file)" },
+	{ "diff", 0, OPT_DIFF, NULL, P, GRP_OUTPUT,
+	  "compare two profiles, BASE then NEW: a differential\n"
+	  "flame graph (red grew, blue shrank), folded\n"
+	  "\"stack BASE NEW\" or a top table of changes" },
+	{ "period", 0, OPT_PERIOD, "SECS", R, GRP_OUTPUT,
+	  "write one profile per SECS seconds; -o may hold\n"
+	  "%p (pid), %t (UTC start of the period), %n (counter)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
-static const char *const cmd_names[] = { "", "record", "top", "dump" };
+static const char *const cmd_names[] = { "", "record", "top", "dump", "report" };
 
 /* What each command's help says around its options. */
 static const struct {
@@ -117,6 +136,12 @@ static const struct {
 	[CMD_DUMP] = {
 		"Usage: luaspy dump [OPTIONS] --pid PID\n"
 		"Print the current stack of every thread once.\n",
+		"" },
+	[CMD_REPORT] = {
+		"Usage: luaspy report [OPTIONS] PROFILE...\n"
+		"       luaspy report --diff [OPTIONS] BASE NEW\n"
+		"Read profiles luaspy wrote (pprof, folded), merge them and write any format\n"
+		"(a top table on stdout without -o).\n",
 		"" },
 };
 
@@ -141,7 +166,7 @@ static void help_option(FILE *f, const struct cli_option *op)
 
 void cli_help(int cmd)
 {
-	if (cmd < CMD_RECORD || cmd > CMD_DUMP) {
+	if (cmd < CMD_RECORD || cmd > CMD_LAST) {
 		fputs("Usage: luaspy COMMAND [OPTIONS]\n"
 		      "A sampling profiler for Lua (LuaJIT 2.1, PUC Lua 5.1-5.4) with native frames.\n\n"
 		      "Commands:\n"
@@ -149,6 +174,7 @@ void cli_help(int cmd)
 		      "            speedscope JSON or pprof\n"
 		      "  top       live view of the hottest functions\n"
 		      "  dump      print the stack of every thread once\n"
+		      "  report    merge, filter, compare and convert saved profiles\n"
 		      "  help CMD  help for one command\n\n"
 		      "Examples:\n"
 		      "  luaspy record --pid 1234 -o profile.svg\n"
@@ -185,7 +211,7 @@ static void list_options(void)
 			fputs("-\t", stdout);
 		printf("%s\t%s\t", op->arg ? op->arg : "-", group_names[op->group]);
 		const char *sep = "";
-		for (int c = CMD_RECORD; c <= CMD_DUMP; c++)
+		for (int c = CMD_RECORD; c <= CMD_LAST; c++)
 			if (op->cmds & (1u << c)) {
 				printf("%s%s", sep, cmd_names[c]);
 				sep = ",";
@@ -263,9 +289,11 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	}
 	case 'o': o->output = arg; break;
 	case 'f':
-		o->format = out_format_parse(arg);
+		o->format = o->cmd == CMD_REPORT && !strcmp(arg, "top") ? CLI_FORMAT_TOP
+									: out_format_parse(arg);
 		if (o->format < 0)
-			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope or pprof", arg);
+			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope, pprof or callgrind%s",
+					   arg, o->cmd == CMD_REPORT ? " (or top)" : "");
 		break;
 	case 'r':
 		if (parse_double(arg, &v) || v <= 0 || v > RATE_MAX_HZ)
@@ -303,9 +331,50 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_NATIVE_ONLY: o->native_only = 1; break;
 	case OPT_STATS: o->stats = 1; break;
 	case 'v': o->verbose++; break;
+	case OPT_FOCUS: o->focus = arg; break;
+	case OPT_IGNORE: o->ignore = arg; break;
+	case OPT_DIFF: o->diff = 1; break;
+	case OPT_NOLINENO: o->nolineno = 1; break;
+	case OPT_TID: {
+		char *end;
+		errno = 0;
+		long t = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || t <= 0 || t > INT_MAX)
+			return usage_error("invalid thread id '%s'", arg);
+		o->tid = (pid_t)t;
+		break;
+	}
+	case OPT_PERIOD:
+		if (parse_double(arg, &v) || v < 1 || v > 86400)
+			return usage_error("invalid period '%s': expected seconds from 1 to 86400", arg);
+		o->period_s = v;
+		break;
 	case 'h': cli_help(o->cmd); return 1;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
 	}
+	return 0;
+}
+
+/* report: the profiles after the options (getopt left them at optind). */
+static int report_check(struct cli_opts *o, int argc, char **argv)
+{
+	if (optind >= argc)
+		return usage_error("%s", "no profile to read: give one or more files");
+	o->inputs = &argv[optind];
+	if (o->diff && argc - optind != 2)
+		return usage_error("%s", "--diff needs two profiles: BASE NEW");
+	if (o->output && o->format < 0) {
+		o->format = out_format_from_path(o->output);
+		if (o->format < 0)
+			return usage_error("cannot tell the format of '%s' from its extension: use .svg, .txt, .json, .pb.gz or .callgrind, or -f", o->output);
+	}
+	if (o->format < 0)
+		o->format = o->output ? OUT_FLAMEGRAPH : CLI_FORMAT_TOP;
+	if (o->format == CLI_FORMAT_TOP && o->output && strcmp(o->output, "-"))
+		return usage_error("%s", "-f top prints to stdout: leave out -o");
+	if (o->diff && o->format != CLI_FORMAT_TOP && o->format != OUT_FLAMEGRAPH &&
+	    o->format != OUT_FOLDED)
+		return usage_error("%s", "--diff writes a flame graph, folded stacks or top");
 	return 0;
 }
 
@@ -337,7 +406,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	if (!strcmp(c, "help")) {
 		int cmd = CMD_NONE;
 		if (argc > 2) {
-			for (int i = 1; i <= 3; i++)
+			for (int i = 1; i <= CMD_LAST; i++)
 				if (!strcmp(argv[2], cmd_names[i]))
 					cmd = i;
 			if (cmd == CMD_NONE)
@@ -346,7 +415,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		cli_help(cmd);
 		return 1;
 	}
-	for (int i = 1; i <= 3; i++)
+	for (int i = 1; i <= CMD_LAST; i++)
 		if (!strcmp(c, cmd_names[i]))
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
@@ -358,7 +427,9 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	optind = 2;
 	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+	/* report takes options after its files too (getopt permutes them) */
+	const char *sopts = o->cmd == CMD_REPORT ? short_opts + 1 : short_opts;
+	while ((ch = getopt_long(argc, argv, sopts, long_opts, NULL)) != -1) {
 		if (ch == '?') {
 			if (optopt)
 				return usage_error("unknown option '-%c'", optopt);
@@ -376,6 +447,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		if (rc != 0)
 			return rc;
 	}
+	if (o->cmd == CMD_REPORT)
+		return report_check(o, argc, argv);
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0 && optind < argc && argv[optind][0] != '-') {
 			/* "luaspy record luajit x.lua" without "--": accept like py-spy */
@@ -394,6 +467,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
+	if (o->period_s > 0 && o->duration_s > 0 && o->duration_s < o->period_s)
+		return usage_error("%s", "--duration is shorter than --period");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)
@@ -411,6 +486,7 @@ int cli_run(struct cli_opts *o)
 	case CMD_DUMP: return cmd_dump(o);
 	case CMD_RECORD: return cmd_record(o);
 	case CMD_TOP: return cmd_top(o);
+	case CMD_REPORT: return cmd_report(o);
 	}
 	return err_exit_code(LS_E_USAGE);
 }

@@ -4,7 +4,11 @@
 
 #include <sys/types.h>
 
-enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP };
+enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_REPORT };
+#define CMD_LAST CMD_REPORT
+
+/* cli_opts.format of report's text table (not a file format of out.h) */
+#define CLI_FORMAT_TOP 100
 
 #define RATE_MAX_HZ 10000.0
 
@@ -32,6 +36,14 @@ struct cli_opts {
 	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
+	/* report and record --period (cmd_report.c, docs/report.md) */
+	char **inputs;             /* report: profiles to read (NULL-terminated) */
+	const char *focus;         /* report --focus REGEX */
+	const char *ignore;        /* report --ignore REGEX */
+	int diff;                  /* report --diff BASE NEW */
+	int nolineno;              /* report --nolineno */
+	pid_t tid;                 /* report --tid: one thread only, 0 = all */
+	double period_s;           /* record --period: one profile per SECS, 0 = off */
 };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
@@ -52,5 +64,6 @@ int cli_run(struct cli_opts *o);
 int cmd_dump(struct cli_opts *o);
 int cmd_record(struct cli_opts *o);
 int cmd_top(struct cli_opts *o);
+int cmd_report(struct cli_opts *o);
 
 #endif
