@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli.h"
 #include "elf_sym.h"
@@ -12,6 +13,7 @@
 #include "msg.h"
 #include "out.h"
 #include "profile.h"
+#include "profile_read.h"
 #include "session.h"
 #include "timeutil.h"
 #include "vm.h"
@@ -46,11 +48,158 @@ static int check_output(const char *path)
 struct status {
 	int tty;
 	int printed;
+	struct period *per;   /* --period, or NULL */
 };
+
+static void resolve_line(struct frame *fr, void *arg)
+{
+	(void)arg;
+	symtab_resolve_line(fr);
+}
+
+/* ------------------------------------------------------------ --period */
+
+/* record --period: the profile is cut every period_ns (boundaries at
+ * start + k * period, so they do not drift); each period's stacks move
+ * into a profile of their own, written to the -o pattern, and the
+ * sampling aggregate is reset, so memory stays that of one period (plus
+ * the frames interned, which do not grow with run time). */
+struct period {
+	struct cli_opts *o;
+	struct session *s;
+	struct profile *p;        /* the aggregate session_run counts into */
+	uint64_t period_ns;
+	uint64_t run_start;       /* CLOCK_MONOTONIC at the start of the run */
+	uint64_t end_ns;          /* monotonic end of --duration, or UINT64_MAX */
+	uint64_t start;           /* this period: monotonic start */
+	uint64_t start_unix;      /* ... and wall clock */
+	uint64_t errors0;         /* session errors when this period began */
+	unsigned long long n;     /* periods cut so far */
+	unsigned long long written, failed;
+	char title[600];
+};
+
+/* PAT with %p (pid), %t (UTC start, 20260102T030405Z), %n (counter from
+ * 1) and %% expanded into BUF (LEN bytes). -1 when it does not fit or
+ * PAT holds another %-sequence. */
+static int period_path(const char *pat, pid_t pid, uint64_t unix_ns, unsigned long long n,
+		       char *buf, size_t len)
+{
+	size_t o = 0;
+	for (const char *c = pat; *c; c++) {
+		char tmp[40];
+		const char *add = tmp;
+		if (*c != '%') {
+			tmp[0] = *c;
+			tmp[1] = 0;
+		} else if (c[1] == 'p') {
+			snprintf(tmp, sizeof tmp, "%d", (int)pid);
+			c++;
+		} else if (c[1] == 'n') {
+			snprintf(tmp, sizeof tmp, "%llu", n);
+			c++;
+		} else if (c[1] == 't') {
+			time_t t = (time_t)(unix_ns / 1000000000ull);
+			struct tm tm;
+			gmtime_r(&t, &tm);
+			strftime(tmp, sizeof tmp, "%Y%m%dT%H%M%SZ", &tm);
+			c++;
+		} else if (c[1] == '%') {
+			add = "%";
+			c++;
+		} else {
+			return -1;
+		}
+		size_t l = strlen(add);
+		if (o + l >= len)
+			return -1;
+		memcpy(buf + o, add, l);
+		o += l;
+	}
+	buf[o] = 0;
+	return 0;
+}
+
+/* Does PAT name one file per period (%n or %t)? */
+static int period_pattern_ok(const char *pat)
+{
+	for (const char *c = pat; *c; c++)
+		if (*c == '%' && c[1]) {
+			if (c[1] == 'n' || c[1] == 't')
+				return 1;
+			c++;
+		}
+	return 0;
+}
+
+/* Cut the period that ends now: its stacks into a profile of their own,
+ * written to the pattern's next name; the aggregate is reset. */
+static void period_cut(struct period *pr, uint64_t now)
+{
+	const struct session_stats *st = session_stats(pr->s);
+	uint64_t unix_now = time_unix_ns();
+	struct profile *q = profile_new();
+	pr->n++;
+	if (!q || profile_add_filtered(q, pr->p, NULL) < 0) {
+		profile_free(q);
+		profile_reset(pr->p);
+		pr->failed++;
+		msg_error("period %llu: out of memory; its samples are lost", pr->n);
+		goto next;
+	}
+	profile_reset(pr->p);
+	struct profile_meta *m = profile_meta(q);
+	snprintf(pr->title, sizeof pr->title, "%s", session_cmdline(pr->s));
+	m->title = pr->title;
+	m->pid = session_pid(pr->s);
+	m->rate_hz = pr->o->rate_hz;
+	m->duration_ns = now - pr->start;
+	m->start_unix_ns = pr->start_unix;
+	m->samples = profile_total(q);
+	m->errors = st->errors - pr->errors0;
+	m->runtime = session_runtime(pr->s);
+	if (profile_map_frames(q, resolve_line, NULL) < 0)
+		msg_debug(1, "out of memory: native frames keep no source lines");
+	if (profile_name_functions(q) < 0)
+		msg_debug(1, "out of memory: Lua functions keep their call-site names");
+	char path[4096];
+	if (period_path(pr->o->output, m->pid, pr->start_unix, pr->n, path, sizeof path) < 0) {
+		pr->failed++;
+		msg_error("period %llu: the output name is too long", pr->n);
+	} else {
+		int wrc = out_write_file(q, pr->o->format, path);
+		if (wrc < 0) {
+			pr->failed++;
+			msg_error("period %llu: cannot write '%s': %s", pr->n, path, strerror(-wrc));
+		} else {
+			pr->written++;
+			fprintf(stderr, "%sWrote %s of %llu samples to '%s'\n", isatty(2) ? "\r" : "",
+				out_format_noun(pr->o->format), (unsigned long long)m->samples, path);
+		}
+	}
+	profile_free(q);
+next:
+	pr->start = now;
+	pr->start_unix = unix_now;
+	pr->errors0 = st->errors;
+}
+
+/* Between samples: is a period boundary due? The last period of a
+ * --duration run is left to the end (no sliver of a period after it). */
+static void period_tick(struct period *pr)
+{
+	uint64_t now = time_now_ns();
+	uint64_t due = pr->run_start + (pr->n + 1) * pr->period_ns;
+	if (now < due || (pr->end_ns != UINT64_MAX && pr->end_ns - due < pr->period_ns / 10 + 1))
+		return;
+	period_cut(pr, now);
+}
 
 static int status_tick(void *arg, const struct session_stats *st)
 {
 	struct status *ss = arg;
+	if (ss->per)
+		period_tick(ss->per);
 	if (!ss->tty)
 		return 0;
 	double el = (double)st->elapsed_ns / 1e9;
@@ -62,16 +211,66 @@ static int status_tick(void *arg, const struct session_stats *st)
 	return 0;
 }
 
-static void resolve_line(struct frame *fr, void *arg)
+/* record --period: sample, cutting a profile every period, until the
+ * run ends; then the last period. Exit status as cmd_record's. */
+static int record_periods(struct cli_opts *o, struct session *s, struct profile *p)
 {
-	(void)arg;
-	symtab_resolve_line(fr);
+	struct period pr = { .o = o, .s = s, .p = p };
+	pr.period_ns = (uint64_t)(o->period_s * 1e9);
+	pr.run_start = pr.start = time_now_ns();
+	pr.start_unix = time_unix_ns();
+	pr.end_ns = o->duration_s > 0 ? pr.run_start + (uint64_t)(o->duration_s * 1e9) : UINT64_MAX;
+	struct status ss = { isatty(2), 0, &pr };
+	/* ticks often enough that a period ends within 50 ms of its time */
+	session_run(s, p, 50 * 1000000ull, status_tick, &ss);
+	if (ss.printed)
+		fputc('\n', stderr);
+	if (profile_total(p) > 0 || pr.n == 0)
+		period_cut(&pr, time_now_ns());
+	const struct session_stats *st = session_stats(s);
+	int nolua = o->subprocesses && !session_runtime(s);
+	if (nolua)
+		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+	session_report_lag(s);
+	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed\n",
+		(unsigned long long)st->samples, (unsigned long long)st->errors, pr.written,
+		pr.failed);
+	if (o->stats) {
+		session_print_stats(s, stderr);
+		fprintf(stderr, "periods: %llu written, %llu failed (of %.0f s each)\n", pr.written,
+			pr.failed, o->period_s);
+	}
+	profile_free(p);
+	int code = session_finish(s);
+	if (pr.failed)
+		return 1;
+	if (nolua && code == 0)
+		return err_exit_code(LS_E_NOTLUA);
+	return code;
 }
 
 int cmd_record(struct cli_opts *o)
 {
 	char defname[64];
-	if (o->output) {
+	if (o->period_s > 0) {
+		if (!o->output)
+			o->output = o->format == OUT_PPROF ? "luaspy-%p-%t.pb.gz" :
+				    o->format == OUT_FOLDED ? "luaspy-%p-%t.txt" :
+				    o->format == OUT_SPEEDSCOPE ? "luaspy-%p-%t.json" :
+				    o->format == OUT_CALLGRIND ? "callgrind.out.%p.%n" : "luaspy-%p-%t.svg";
+		char path[4096];
+		if (!period_pattern_ok(o->output) ||
+		    period_path(o->output, 1, time_unix_ns(), 1, path, sizeof path) < 0) {
+			msg_error("--period needs -o with %%n or %%t (one file per period) and no %%-sequence "
+				  "but %%p, %%t, %%n, %%%%: '%s' (see 'luaspy --help')", o->output);
+			return err_exit_code(LS_E_USAGE);
+		}
+		int rc = check_output(path);
+		if (rc < 0) {
+			msg_error("cannot write '%s': %s", path, strerror(-rc));
+			return err_exit_code(LS_E_USAGE);
+		}
+	} else if (o->output) {
 		int rc = check_output(o->output);
 		if (rc < 0) {
 			msg_error("cannot write '%s': %s", o->output, strerror(-rc));
@@ -88,7 +287,8 @@ int cmd_record(struct cli_opts *o)
 	if (!o->output) {
 		snprintf(defname, sizeof defname, "luaspy-%d.%s", (int)session_pid(s),
 			 o->format == OUT_FOLDED ? "txt" : o->format == OUT_SPEEDSCOPE ? "json" :
-			 o->format == OUT_PPROF ? "pb.gz" : "svg");
+			 o->format == OUT_PPROF ? "pb.gz" : o->format == OUT_CALLGRIND ? "callgrind" :
+			 "svg");
 		o->output = defname;
 	}
 	struct profile *p = profile_new();
@@ -96,7 +296,9 @@ int cmd_record(struct cli_opts *o)
 		session_finish(s);
 		return msg_err_pid(0, -LS_E_NOMEM);
 	}
-	struct status ss = { isatty(2), 0 };
+	if (o->period_s > 0)
+		return record_periods(o, s, p);
+	struct status ss = { isatty(2), 0, NULL };
 	uint64_t t0 = time_now_ns(), u0 = time_unix_ns();
 	int why = session_run(s, p, 250 * 1000000ull, status_tick, &ss);
 	if (ss.printed)

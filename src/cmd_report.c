@@ -439,19 +439,24 @@ static int load(const struct cli_opts *o, char **inputs, size_t n, const struct 
 		profile_free(p);
 		return msg_err_pid(0, -LS_E_NOMEM);
 	}
+	int seen[2] = { 0, 0 };
 	for (size_t i = 0; i < n; i++) {
 		char why[300];
-		if (profile_read_file(raw, inputs[i], why, sizeof why) < 0) {
+		int fmt = PREAD_PPROF;
+		if (profile_read_file(raw, inputs[i], &fmt, why, sizeof why) < 0) {
 			msg_error("cannot read '%s': %s", inputs[i], why);
 			profile_free(raw);
 			profile_free(p);
 			return 1;
 		}
+		seen[fmt] = 1;
 		msg_debug(1, "read '%s': %llu samples so far", inputs[i],
 			  (unsigned long long)profile_total(raw));
 	}
 	(void)o;
-	if (profile_add_filtered(p, raw, flt) < 0) {
+	struct pread_filter f2 = *flt;
+	f2.flatten = seen[PREAD_PPROF] && seen[PREAD_FOLDED];
+	if (profile_add_filtered(p, raw, &f2) < 0) {
 		profile_free(raw);
 		profile_free(p);
 		return msg_err_pid(0, -LS_E_NOMEM);

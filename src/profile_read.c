@@ -541,7 +541,8 @@ static int has_suffix(const char *s, const char *suf)
 	return n >= m && !strcmp(s + n - m, suf);
 }
 
-int profile_read_file(struct profile *p, const char *path, char *why, size_t whylen)
+int profile_read_file(struct profile *p, const char *path, int *format, char *why,
+		      size_t whylen)
 {
 	unsigned char *buf;
 	size_t len;
@@ -549,10 +550,15 @@ int profile_read_file(struct profile *p, const char *path, char *why, size_t why
 		return -1;
 	int rc;
 	if ((len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) || has_suffix(path, ".pb") ||
-	    has_suffix(path, ".pprof"))
+	    has_suffix(path, ".pprof")) {
 		rc = read_pprof(p, buf, len, why, whylen);
-	else
+		if (format)
+			*format = PREAD_PPROF;
+	} else {
 		rc = read_folded(p, buf, len, why, whylen);
+		if (format)
+			*format = PREAD_FOLDED;
+	}
 	free(buf);
 	return rc;
 }
@@ -600,6 +606,21 @@ int64_t profile_add_filtered(struct profile *dst, const struct profile *src,
 				fr.line = fr.firstline;
 			if (f && f->nolineno)
 				fr.line = 0;
+			if (f && f->flatten) {
+				char buf[OUT_LABEL_MAX];
+				int k = fr.kind;
+				fr = (struct frame){ .kind = k == FRAME_ROOT || k == FRAME_VMSTATE ||
+							     k == FRAME_ELIDED ? k : FRAME_NATIVE };
+				fr.name = intern(frame_label(profile_frame(src, ids[d]), buf,
+							     sizeof buf, !(f->nolineno)));
+				if (f->function) {
+					struct frame g = *profile_frame(src, ids[d]);
+					if (g.kind == FRAME_LUA && g.firstline > 0) {
+						g.line = g.firstline;
+						fr.name = intern(frame_label(&g, buf, sizeof buf, 1));
+					}
+				}
+			}
 			stack_push(&st, &fr);
 		}
 		if (profile_add(dst, tid, &st, count) < 0) {

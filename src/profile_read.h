@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include "profile.h"
 
-/* Limits on one input file (docs/report.md §Limits). */
+/* Limits on one input file (docs/report.md §3). */
 #define PREAD_MAX_FILE_BYTES (256u << 20)     /* compressed or raw file */
 #define PREAD_MAX_PB_BYTES (1024u << 20)      /* pprof protobuf once gunzipped */
 #define PREAD_MAX_LINE_BYTES (1u << 20)       /* one folded line */
@@ -34,8 +34,10 @@ enum pread_format { PREAD_PPROF = 0, PREAD_FOLDED };
  * the name. Counts are pprof's "samples" value (else the first). The
  * strings of meta (title, runtime) are interned. Returns 0, or -1 with
  * WHY (WHYLEN bytes) saying what is wrong with the file; P may then hold
- * part of the file. */
-int profile_read_file(struct profile *p, const char *path, char *why, size_t whylen);
+ * part of the file. *FORMAT (may be NULL) gets the enum pread_format
+ * read. */
+int profile_read_file(struct profile *p, const char *path, int *format, char *why,
+		      size_t whylen);
 
 /* Which samples profile_add_filtered() keeps and how it shapes them. */
 struct pread_filter {
@@ -44,6 +46,9 @@ struct pread_filter {
 	int function;           /* Lua frames at their function's first line (-F) */
 	int nolineno;           /* no line numbers at all (Lua and native) */
 	pid_t tid;              /* keep only this thread id; 0: all */
+	int flatten;            /* frames become their label (after the above):
+	                         * merges pprof and folded input, whose frames
+	                         * carry the same labels but not the same fields */
 };
 
 /* Add every stack of SRC to DST (counts add up, thread ids kept),
