@@ -28,6 +28,10 @@ complete -c luaspy -n "__fish_seen_subcommand_from record top" -l stats -d 'stop
 complete -c luaspy -n "__fish_seen_subcommand_from record report" -s o -l output -r -F -d 'output file'
 complete -c luaspy -n "__fish_seen_subcommand_from record report" -s f -l format -x -a 'flamegraph folded speedscope pprof callgrind top' -d 'output format'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l period -x -d 'one profile per SECS seconds'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload -x -d 'push each period to Grafana Pyroscope'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l app -x -d 'application name for --upload'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l tag -x -d 'a label for --upload, KEY=VALUE'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-header -x -d 'an HTTP header for --upload'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
 # top

@@ -16,11 +16,13 @@
 #include "err.h"
 #include "msg.h"
 #include "out.h"
+#include "upload.h"
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
-	OPT_FOCUS, OPT_IGNORE, OPT_DIFF, OPT_NOLINENO, OPT_TID, OPT_PERIOD
+	OPT_FOCUS, OPT_IGNORE, OPT_DIFF, OPT_NOLINENO, OPT_TID, OPT_PERIOD,
+	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -113,6 +115,15 @@ static const struct cli_option {
 	{ "period", 0, OPT_PERIOD, "SECS", R, GRP_OUTPUT,
 	  "write one profile per SECS seconds; -o may hold\n"
 	  "%p (pid), %t (UTC start of the period), %n (counter)" },
+	{ "upload", 0, OPT_UPLOAD, "URL", R, GRP_OUTPUT,
+	  "push each period's profile to Grafana Pyroscope at URL\n"
+	  "(POST URL/ingest, pprof; --period default 10)" },
+	{ "app", 0, OPT_APP, "NAME", R, GRP_OUTPUT,
+	  "application name for --upload (default: the command)" },
+	{ "tag", 0, OPT_TAG, "KEY=VALUE", R, GRP_OUTPUT,
+	  "a label for --upload (repeat for more)" },
+	{ "upload-header", 0, OPT_UPLOAD_HEADER, "HEADER", R, GRP_OUTPUT,
+	  "an HTTP header for --upload, 'Name: value' (repeat)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -344,6 +355,35 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->tid = (pid_t)t;
 		break;
 	}
+	case OPT_UPLOAD: o->upload = arg; break;
+	case OPT_APP:
+		if (!upload_name_ok(arg))
+			return usage_error("invalid app name '%s': expected letters, digits, '_', '.', '-'", arg);
+		o->app = arg;
+		break;
+	case OPT_TAG: {
+		const char *eq = strchr(arg, '=');
+		char key[128];
+		if (!eq || (size_t)(eq - arg) >= sizeof key)
+			return usage_error("invalid tag '%s': expected KEY=VALUE", arg);
+		memcpy(key, arg, (size_t)(eq - arg));
+		key[eq - arg] = 0;
+		if (!upload_name_ok(key) || !eq[1])
+			return usage_error("invalid tag '%s': expected KEY=VALUE, KEY of letters, digits, '_', '.', '-'", arg);
+		if (o->ntags >= UPLOAD_MAX_TAGS)
+			return usage_error("too many --tag: at most %d", UPLOAD_MAX_TAGS);
+		o->tags[o->ntags++] = arg;
+		break;
+	}
+	case OPT_UPLOAD_HEADER: {
+		const char *colon = strchr(arg, ':');
+		if (!colon || colon == arg || strpbrk(arg, "\r\n"))
+			return usage_error("invalid header '%s': expected 'Name: value'", arg);
+		if (o->nupload_headers >= UPLOAD_MAX_HEADERS)
+			return usage_error("too many --upload-header: at most %d", UPLOAD_MAX_HEADERS);
+		o->upload_headers[o->nupload_headers++] = arg;
+		break;
+	}
 	case OPT_PERIOD:
 		if (parse_double(arg, &v) || v < 1 || v > 86400)
 			return usage_error("invalid period '%s': expected seconds from 1 to 86400", arg);
@@ -467,6 +507,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
+	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)
+		return usage_error("%s", "--app, --tag and --upload-header need --upload");
+	if (o->upload && !o->period_s)
+		o->period_s = o->duration_s > 0 && o->duration_s < 10 ? o->duration_s : 10;
 	if (o->period_s > 0 && o->duration_s > 0 && o->duration_s < o->period_s)
 		return usage_error("%s", "--duration is shorter than --period");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {

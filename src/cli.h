@@ -44,6 +44,12 @@ struct cli_opts {
 	int nolineno;              /* report --nolineno */
 	pid_t tid;                 /* report --tid: one thread only, 0 = all */
 	double period_s;           /* record --period: one profile per SECS, 0 = off */
+	const char *upload;        /* record --upload URL (Pyroscope), or NULL */
+	const char *app;           /* --app NAME */
+	const char *tags[32];      /* --tag KEY=VALUE, UPLOAD_MAX_TAGS */
+	int ntags;
+	const char *upload_headers[16]; /* --upload-header 'Name: value', UPLOAD_MAX_HEADERS */
+	int nupload_headers;
 };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options

@@ -16,6 +16,7 @@
 #include "profile_read.h"
 #include "session.h"
 #include "timeutil.h"
+#include "upload.h"
 #include "vm.h"
 
 /* Can we write PATH? Tried before sampling, so a run is not lost to an
@@ -77,7 +78,89 @@ struct period {
 	unsigned long long n;     /* periods cut so far */
 	unsigned long long written, failed;
 	char title[600];
+	char name[1024];          /* --upload: "app{label=value,...}", set at the first cut */
 };
+
+/* The series name of --upload: APP{hostname=..,pid=..,runtime=..,TAGS}
+ * (Pyroscope's labelset syntax; values made safe by upload_label_value). */
+static void upload_name(struct period *pr)
+{
+	const struct cli_opts *o = pr->o;
+	char app[128], v[128], host[256] = "";
+	if (o->app) {
+		snprintf(app, sizeof app, "%s", o->app);
+	} else {
+		/* the command's base name: "luajit" of "/usr/bin/luajit app.lua" */
+		const char *cmd = session_cmdline(pr->s);
+		const char *sp = strchr(cmd, ' ');
+		size_t n = sp ? (size_t)(sp - cmd) : strlen(cmd);
+		const char *sl = memrchr(cmd, '/', n);
+		if (sl) {
+			n -= (size_t)(sl + 1 - cmd);
+			cmd = sl + 1;
+		}
+		char tmp[128];
+		snprintf(tmp, sizeof tmp, "%.*s", (int)(n < 100 ? n : 100), cmd);
+		upload_label_value(tmp, app, sizeof app);
+		for (char *c = app; *c; c++)
+			if (*c == ':' || *c == '/' || *c == '+')
+				*c = '_';
+		if (!upload_name_ok(app))
+			snprintf(app, sizeof app, "luaspy");
+	}
+	gethostname(host, sizeof host - 1);
+	size_t o2 = (size_t)snprintf(pr->name, sizeof pr->name, "%s{hostname=%s", app,
+				     upload_label_value(host, v, sizeof v));
+	o2 += (size_t)snprintf(pr->name + o2, sizeof pr->name - o2, ",pid=%d", (int)session_pid(pr->s));
+	if (session_runtime(pr->s) && o2 < sizeof pr->name) {
+		/* "LuaJIT 2.1 GC64" of "LuaJIT 2.1 GC64, upstream ... (Debian ...)" */
+		char rt[128];
+		snprintf(rt, sizeof rt, "%s", session_runtime(pr->s));
+		rt[strcspn(rt, ",(")] = 0;
+		size_t l = strlen(rt);
+		while (l && rt[l - 1] == ' ')
+			rt[--l] = 0;
+		o2 += (size_t)snprintf(pr->name + o2, sizeof pr->name - o2, ",runtime=%s",
+				       upload_label_value(rt, v, sizeof v));
+	}
+	for (int i = 0; i < o->ntags && o2 < sizeof pr->name; i++) {
+		const char *eq = strchr(o->tags[i], '=');
+		o2 += (size_t)snprintf(pr->name + o2, sizeof pr->name - o2, ",%.*s=%s",
+				       (int)(eq - o->tags[i]), o->tags[i],
+				       upload_label_value(eq + 1, v, sizeof v));
+	}
+	if (o2 < sizeof pr->name)
+		snprintf(pr->name + o2, sizeof pr->name - o2, "}");
+}
+
+/* Queue Q (one period, FROM..UNTIL ns since the epoch) for --upload. */
+static void period_upload(struct period *pr, const struct profile *q, uint64_t from_ns,
+			  uint64_t until_ns)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		msg_error("period %llu: out of memory; not uploaded", pr->n);
+		return;
+	}
+	int rc = out_pprof_write(q, f);
+	if (fclose(f) != 0 && !rc)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(buf);
+		msg_error("period %llu: cannot encode the profile: %s", pr->n, strerror(-rc));
+		return;
+	}
+	if (!pr->name[0])
+		upload_name(pr);
+	/* from/until in whole seconds (the API's unit), until > from */
+	uint64_t from_s = from_ns / 1000000000ull, until_s = until_ns / 1000000000ull;
+	if (until_s <= from_s)
+		until_s = from_s + 1;
+	if (upload_queue(buf, len, pr->name, from_s, until_s, pr->o->rate_hz) < 0)
+		msg_debug(1, "period %llu: the upload queue is full; dropped", pr->n);
+}
 
 /* PAT with %p (pid), %t (UTC start, 20260102T030405Z), %n (counter from
  * 1) and %% expanded into BUF (LEN bytes). -1 when it does not fit or
@@ -162,8 +245,12 @@ static void period_cut(struct period *pr, uint64_t now)
 		msg_debug(1, "out of memory: native frames keep no source lines");
 	if (profile_name_functions(q) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
+	if (pr->o->upload)
+		period_upload(pr, q, pr->start_unix, unix_now);
 	char path[4096];
-	if (period_path(pr->o->output, m->pid, pr->start_unix, pr->n, path, sizeof path) < 0) {
+	if (!pr->o->output) {
+		/* --upload alone: no file */
+	} else if (period_path(pr->o->output, m->pid, pr->start_unix, pr->n, path, sizeof path) < 0) {
 		pr->failed++;
 		msg_error("period %llu: the output name is too long", pr->n);
 	} else {
@@ -206,10 +293,19 @@ static int status_tick(void *arg, const struct session_stats *st)
 	fprintf(stderr, "\rluaspy: %.1fs  samples %llu  errors %llu  rate %.1f Hz   ", el,
 		(unsigned long long)st->samples, (unsigned long long)st->errors,
 		el > 0 ? (double)st->ticks / el : 0.0);
+	if (ss->per && ss->per->o->upload) {
+		struct upload_counts uc;
+		upload_counts(&uc);
+		fprintf(stderr, "uploads %llu queued %llu failed %llu   ", (unsigned long long)uc.sent,
+			(unsigned long long)uc.queued, (unsigned long long)uc.attempts_failed);
+	}
 	fflush(stderr);
 	ss->printed = 1;
 	return 0;
 }
+
+/* Seconds the end of a run waits for the upload queue to drain. */
+#define UPLOAD_DRAIN_S 15.0
 
 /* record --period: sample, cutting a profile every period, until the
  * run ends; then the last period. Exit status as cmd_record's. */
@@ -235,14 +331,30 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed\n",
 		(unsigned long long)st->samples, (unsigned long long)st->errors, pr.written,
 		pr.failed);
+	struct upload_counts uc = { 0 };
+	if (o->upload) {
+		/* the last period and any backlog: a bounded wait */
+		upload_finish(UPLOAD_DRAIN_S);
+		upload_counts(&uc);
+		fprintf(stderr, "Uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped\n",
+			(unsigned long long)uc.sent, (unsigned long long)uc.attempts_failed,
+			(unsigned long long)uc.rejected, (unsigned long long)uc.dropped);
+		if (uc.last_error[0] && (uc.rejected || uc.dropped))
+			msg_error("upload to '%s': last failure: %s", o->upload, uc.last_error);
+	}
 	if (o->stats) {
 		session_print_stats(s, stderr);
 		fprintf(stderr, "periods: %llu written, %llu failed (of %.0f s each)\n", pr.written,
 			pr.failed, o->period_s);
+		if (o->upload)
+			fprintf(stderr, "uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped "
+				"(queue: %d profiles, %u MiB)\n", (unsigned long long)uc.sent,
+				(unsigned long long)uc.attempts_failed, (unsigned long long)uc.rejected,
+				(unsigned long long)uc.dropped, UPLOAD_QUEUE_MAX, UPLOAD_QUEUE_MAX_BYTES >> 20);
 	}
 	profile_free(p);
 	int code = session_finish(s);
-	if (pr.failed)
+	if (pr.failed || uc.rejected || uc.dropped)
 		return 1;
 	if (nolua && code == 0)
 		return err_exit_code(LS_E_NOTLUA);
@@ -253,6 +365,8 @@ int cmd_record(struct cli_opts *o)
 {
 	char defname[64];
 	if (o->period_s > 0) {
+		if (!o->output && o->upload)
+			goto upload;
 		if (!o->output)
 			o->output = o->format == OUT_PPROF ? "luaspy-%p-%t.pb.gz" :
 				    o->format == OUT_FOLDED ? "luaspy-%p-%t.txt" :
@@ -270,6 +384,15 @@ int cmd_record(struct cli_opts *o)
 			msg_error("cannot write '%s': %s", path, strerror(-rc));
 			return err_exit_code(LS_E_USAGE);
 		}
+upload:
+		if (o->upload) {
+			char why[300];
+			if (upload_start(o->upload, o->upload_headers, o->nupload_headers, why,
+					 sizeof why) < 0) {
+				msg_error("--upload: %s", why);
+				return err_exit_code(LS_E_USAGE);
+			}
+		}
 	} else if (o->output) {
 		int rc = check_output(o->output);
 		if (rc < 0) {
@@ -282,9 +405,12 @@ int cmd_record(struct cli_opts *o)
 	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
 	symtab_defer_lines(1);
 	int code = session_start(o, &s);
-	if (code)
+	if (code) {
+		if (o->upload)
+			upload_finish(0);
 		return code;
-	if (!o->output) {
+	}
+	if (!o->output && !o->period_s) {
 		snprintf(defname, sizeof defname, "luaspy-%d.%s", (int)session_pid(s),
 			 o->format == OUT_FOLDED ? "txt" : o->format == OUT_SPEEDSCOPE ? "json" :
 			 o->format == OUT_PPROF ? "pb.gz" : o->format == OUT_CALLGRIND ? "callgrind" :
