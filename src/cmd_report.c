@@ -325,17 +325,13 @@ static double node_delta(const struct dtree *t, uint32_t i)
 
 static double g_maxabs;
 
-static void svg_node(FILE *f, const struct dtree *t, uint32_t i, double x, int depth, int height,
-		     uint64_t *cut)
+/* One frame's <g>: title, rect and the label that fits. Not inlined into
+ * svg_node, so its label buffer is not on the stack of every level of
+ * the recursion (stacks may be 4096 frames deep). */
+static __attribute__((noinline)) void svg_frame(FILE *f, const struct dtree *t, uint32_t i,
+						 double x, double y, double w)
 {
 	const struct dnode *nd = &t->v[i];
-	double scale = (SVG_W - 2 * SVG_PAD) / (double)(t->v[0].n[1] ? t->v[0].n[1] : 1);
-	double w = (double)nd->n[1] * scale;
-	if (w < SVG_MIN_W) {
-		*cut += 1;
-		return;
-	}
-	double y = height - 30 - (depth + 1) * SVG_FRAME_H;
 	double d = node_delta(t, i);
 	int r = 255, g = 255, b = 255;
 	if (g_maxabs > 0) {
@@ -371,6 +367,19 @@ static void svg_node(FILE *f, const struct dtree *t, uint32_t i, double x, int d
 		fputs("</text>", f);
 	}
 	fputs("</g>\n", f);
+}
+
+static void svg_node(FILE *f, const struct dtree *t, uint32_t i, double x, int depth, int height,
+		     uint64_t *cut)
+{
+	const struct dnode *nd = &t->v[i];
+	double scale = (SVG_W - 2 * SVG_PAD) / (double)(t->v[0].n[1] ? t->v[0].n[1] : 1);
+	double w = (double)nd->n[1] * scale;
+	if (w < SVG_MIN_W) {
+		*cut += 1;
+		return;
+	}
+	svg_frame(f, t, i, x, height - 30 - (depth + 1) * SVG_FRAME_H, w);
 	/* children in label order, left to right */
 	double cx = x;
 	for (uint32_t c = nd->child; c; c = t->v[c].next) {
