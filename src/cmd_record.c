@@ -78,12 +78,13 @@ struct period {
 	unsigned long long n;     /* periods cut so far */
 	unsigned long long written, failed;
 	char title[600];
-	char name[1024];          /* --upload: "app{label=value,...}", set at the first cut */
 };
 
-/* The series name of --upload: APP{hostname=..,pid=..,runtime=..,TAGS}
- * (Pyroscope's labelset syntax; values made safe by upload_label_value). */
-static void upload_name(struct period *pr)
+/* The series name of --upload into OUT (LEN bytes):
+ * APP{hostname=..,pid=PID[,process=PROC],runtime=..,TAGS} (Pyroscope's
+ * labelset syntax; values made safe by upload_label_value). */
+static void upload_name(const struct period *pr, char *out, size_t len, pid_t pid,
+			const char *process)
 {
 	const struct cli_opts *o = pr->o;
 	char app[128], v[128], host[256] = "";
@@ -109,10 +110,12 @@ static void upload_name(struct period *pr)
 			snprintf(app, sizeof app, "luaspy");
 	}
 	gethostname(host, sizeof host - 1);
-	size_t o2 = (size_t)snprintf(pr->name, sizeof pr->name, "%s{hostname=%s", app,
-				     upload_label_value(host, v, sizeof v));
-	o2 += (size_t)snprintf(pr->name + o2, sizeof pr->name - o2, ",pid=%d", (int)session_pid(pr->s));
-	if (session_runtime(pr->s) && o2 < sizeof pr->name) {
+	size_t o2 = (size_t)snprintf(out, len, "%s{hostname=%s,pid=%d", app,
+				     upload_label_value(host, v, sizeof v), (int)pid);
+	if (process && o2 < len)
+		o2 += (size_t)snprintf(out + o2, len - o2, ",process=%s",
+				       upload_label_value(process, v, sizeof v));
+	if (session_runtime(pr->s) && o2 < len) {
 		/* "LuaJIT 2.1 GC64" of "LuaJIT 2.1 GC64, upstream ... (Debian ...)" */
 		char rt[128];
 		snprintf(rt, sizeof rt, "%s", session_runtime(pr->s));
@@ -120,22 +123,21 @@ static void upload_name(struct period *pr)
 		size_t l = strlen(rt);
 		while (l && rt[l - 1] == ' ')
 			rt[--l] = 0;
-		o2 += (size_t)snprintf(pr->name + o2, sizeof pr->name - o2, ",runtime=%s",
+		o2 += (size_t)snprintf(out + o2, len - o2, ",runtime=%s",
 				       upload_label_value(rt, v, sizeof v));
 	}
-	for (int i = 0; i < o->ntags && o2 < sizeof pr->name; i++) {
+	for (int i = 0; i < o->ntags && o2 < len; i++) {
 		const char *eq = strchr(o->tags[i], '=');
-		o2 += (size_t)snprintf(pr->name + o2, sizeof pr->name - o2, ",%.*s=%s",
-				       (int)(eq - o->tags[i]), o->tags[i],
-				       upload_label_value(eq + 1, v, sizeof v));
+		o2 += (size_t)snprintf(out + o2, len - o2, ",%.*s=%s", (int)(eq - o->tags[i]),
+				       o->tags[i], upload_label_value(eq + 1, v, sizeof v));
 	}
-	if (o2 < sizeof pr->name)
-		snprintf(pr->name + o2, sizeof pr->name - o2, "}");
+	if (o2 < len)
+		snprintf(out + o2, len - o2, "}");
 }
 
-/* Queue Q (one period, FROM..UNTIL ns since the epoch) for --upload. */
-static void period_upload(struct period *pr, const struct profile *q, uint64_t from_ns,
-			  uint64_t until_ns)
+/* Encode Q as pprof and queue it under NAME. */
+static void upload_one(const struct period *pr, const struct profile *q, const char *name,
+		       uint64_t from_s, uint64_t until_s)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -152,14 +154,95 @@ static void period_upload(struct period *pr, const struct profile *q, uint64_t f
 		msg_error("period %llu: cannot encode the profile: %s", pr->n, strerror(-rc));
 		return;
 	}
-	if (!pr->name[0])
-		upload_name(pr);
+	if (upload_queue(buf, len, name, from_s, until_s, pr->o->rate_hz) < 0)
+		msg_debug(1, "period %llu: the upload queue is full; dropped", pr->n);
+}
+
+/* Most processes one period of -s uploads as series of their own; the
+ * stacks of the others go in the root's series. */
+#define UPLOAD_MAX_PROCESSES 256
+
+/* Queue Q (one period, FROM..UNTIL ns since the epoch) for --upload: one
+ * series, or with -s one per process (its root frame, "process PID
+ * "CMD"", labels pid and process). */
+static void period_upload(struct period *pr, const struct profile *q, uint64_t from_ns,
+			  uint64_t until_ns)
+{
 	/* from/until in whole seconds (the API's unit), until > from */
 	uint64_t from_s = from_ns / 1000000000ull, until_s = until_ns / 1000000000ull;
 	if (until_s <= from_s)
 		until_s = from_s + 1;
-	if (upload_queue(buf, len, pr->name, from_s, until_s, pr->o->rate_hz) < 0)
-		msg_debug(1, "period %llu: the upload queue is full; dropped", pr->n);
+	char name[1024];
+	if (!pr->o->subprocesses) {
+		upload_name(pr, name, sizeof name, session_pid(pr->s), NULL);
+		upload_one(pr, q, name, from_s, until_s);
+		return;
+	}
+	/* the roots (outermost frames naming a process), at most
+	 * UPLOAD_MAX_PROCESSES; slot 0 collects the rest */
+	uint32_t root[UPLOAD_MAX_PROCESSES + 1];
+	size_t nroot = 1, ns = profile_nstacks(q);
+	root[0] = UINT32_MAX;
+	for (size_t i = 0; i < ns; i++) {
+		pid_t tid;
+		const uint32_t *ids;
+		size_t depth;
+		uint64_t count;
+		profile_stack(q, i, &tid, &ids, &depth, &count);
+		const struct frame *fr = depth ? profile_frame(q, ids[0]) : NULL;
+		if (!fr || fr->kind != FRAME_ROOT || strncmp(fr->name, "process ", 8))
+			continue;
+		size_t k = 1;
+		while (k < nroot && root[k] != ids[0])
+			k++;
+		if (k == nroot && nroot <= UPLOAD_MAX_PROCESSES)
+			root[nroot++] = ids[0];
+	}
+	struct stack st = { 0 };
+	for (size_t k = 0; k < nroot; k++) {
+		struct profile *qr = profile_new();
+		if (!qr)
+			break;
+		for (size_t i = 0; i < ns; i++) {
+			pid_t tid;
+			const uint32_t *ids;
+			size_t depth;
+			uint64_t count;
+			profile_stack(q, i, &tid, &ids, &depth, &count);
+			size_t j = 1;
+			while (j < nroot && (!depth || root[j] != ids[0]))
+				j++;
+			if ((k == 0 && j < nroot) || (k > 0 && j != k) || !count)
+				continue;
+			stack_clear(&st);
+			for (size_t d = depth; d-- > 0;)
+				stack_push(&st, profile_frame(q, ids[d]));
+			profile_add(qr, tid, &st, count);
+		}
+		if (profile_total(qr) > 0 || (k == 0 && nroot == 1)) {
+			*profile_meta(qr) = *profile_meta_const(q);
+			profile_meta(qr)->samples = profile_total(qr);
+			int pid = (int)session_pid(pr->s);
+			char proc[128] = "";
+			if (k > 0) {
+				/* "process 42 "/usr/bin/luajit app.lua"": pid and command's base name */
+				const char *rn = profile_frame(q, root[k])->name;
+				const char *qt = strchr(rn, '"');
+				pid = atoi(rn + 8);
+				if (qt) {
+					size_t n = strcspn(qt + 1, " \"");
+					const char *sl = memrchr(qt + 1, '/', n);
+					const char *b = sl ? sl + 1 : qt + 1;
+					n -= (size_t)(b - (qt + 1));
+					snprintf(proc, sizeof proc, "%.*s", (int)(n < 100 ? n : 100), b);
+				}
+			}
+			upload_name(pr, name, sizeof name, pid, k > 0 && proc[0] ? proc : NULL);
+			upload_one(pr, qr, name, from_s, until_s);
+		}
+		profile_free(qr);
+	}
+	stack_free(&st);
 }
 
 /* PAT with %p (pid), %t (UTC start, 20260102T030405Z), %n (counter from

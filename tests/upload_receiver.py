@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-# upload_receiver.py PORT DIR: a stand-in for Grafana Pyroscope's ingest
+# upload_receiver.py PORT DIR [NAME_REGEX]: a stand-in for Grafana Pyroscope's ingest
 # endpoint on 127.0.0.1:PORT, for tests/upload-pyroscope.test. Each
 # request is checked against the API luaspy follows (grafana/pyroscope
 # pkg/ingester/pyroscope/ingest_handler.go: POST /ingest, query name,
 # from, until, format=pprof, sampleRate, spyName; the body the pprof) and
 # the headers the test asks for; the body is saved as DIR/req-N.pb.gz and
 # one line goes to DIR/log: "ok N NAME FROM UNTIL" or "bad N WHY".
+# NAME_REGEX (Python syntax) is what the name must match; the default is
+# the one tests/upload-pyroscope.test sends.
 import os, re, sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import urlsplit, parse_qs
 
 PORT, DIR = int(sys.argv[1]), sys.argv[2]
-NAME = re.compile(r"^myapp\{hostname=[A-Za-z0-9_.:/+-]+,pid=[0-9]+,runtime=[A-Za-z0-9_.:/+-]+,env=test,zone=eu_1\}$")
+NAME = re.compile(sys.argv[3] if len(sys.argv) > 3 else
+                  r"^myapp\{hostname=[A-Za-z0-9_.:/+-]+,pid=[0-9]+,runtime=[A-Za-z0-9_.:/+-]+,env=test,zone=eu_1\}$")
 n = 0
 
 
