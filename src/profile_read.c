@@ -563,6 +563,16 @@ int profile_read_file(struct profile *p, const char *path, int *format, char *wh
 	return rc;
 }
 
+int profile_read_mem(struct profile *p, const unsigned char *buf, size_t len, int format,
+		     char *why, size_t whylen)
+{
+	if (len > PREAD_MAX_FILE_BYTES)
+		return fail(why, whylen, "%zu bytes: larger than the limit of %u MiB", len,
+			    PREAD_MAX_FILE_BYTES >> 20);
+	return format == PREAD_PPROF ? read_pprof(p, buf, len, why, whylen)
+				     : read_folded(p, buf, len, why, whylen);
+}
+
 /* ------------------------------------------------------------ merging */
 
 int64_t profile_add_filtered(struct profile *dst, const struct profile *src,

@@ -39,6 +39,11 @@ enum pread_format { PREAD_PPROF = 0, PREAD_FOLDED };
 int profile_read_file(struct profile *p, const char *path, int *format, char *why,
 		      size_t whylen);
 
+/* As profile_read_file() on the LEN bytes at BUF, read as FORMAT (enum
+ * pread_format; a pprof may be gzipped or raw). For tests and fuzz/. */
+int profile_read_mem(struct profile *p, const unsigned char *buf, size_t len, int format,
+		     char *why, size_t whylen);
+
 /* Which samples profile_add_filtered() keeps and how it shapes them. */
 struct pread_filter {
 	const regex_t *focus;   /* keep stacks with a frame whose label matches; NULL: all */
