@@ -16,11 +16,14 @@
 #include "err.h"
 #include "msg.h"
 #include "out.h"
+#include "upload.h"
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
-	OPT_SAMPLER, OPT_CORE, OPT_EXE, OPT_DIFF
+	OPT_SAMPLER, OPT_CORE, OPT_EXE, OPT_DIFF,
+	OPT_FOCUS, OPT_IGNORE, OPT_NOLINENO, OPT_TID, OPT_PERIOD,
+	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -28,6 +31,7 @@ enum {
 #define T (1u << CMD_TOP)
 #define D (1u << CMD_DUMP)
 #define H (1u << CMD_HEAP)
+#define P (1u << CMD_REPORT)
 
 /* Help groups: the OPTIONS subsections of man/luaspy.1, in their order. */
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
@@ -69,17 +73,19 @@ static const struct cli_option {
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
 	  "no torn samples, longer stops" },
-	{ "output", 'o', 'o', "FILE", R | H, GRP_OUTPUT,
-	  "output file (record: default luaspy-PID.svg; heap: stdout)" },
-	{ "format", 'f', 'f', "FORMAT", R | H, GRP_OUTPUT,
-	  "record: flamegraph, folded, speedscope or pprof\n"
+	{ "output", 'o', 'o', "FILE", R | H | P, GRP_OUTPUT,
+	  "output file (record: default luaspy-PID.svg; heap: stdout;\n"
+	  "report: stdout)" },
+	{ "format", 'f', 'f', "FORMAT", R | H | P, GRP_OUTPUT,
+	  "record, report: flamegraph, folded, speedscope, pprof or\n"
+	  "callgrind (report also: top, a text table to stdout)\n"
 	  "(default: from the extension of FILE, else flamegraph);\n"
 	  "heap: text, heapsnapshot, paths or pprof (default:\n"
 	  "from a FILE ending in .heapsnapshot, .paths, .pb.gz\n"
 	  "or .pprof, else text)" },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
 	  "add a root frame per thread" },
-	{ "function", 'F', 'F', NULL, R | T, GRP_OUTPUT,
+	{ "function", 'F', 'F', NULL, R | T | P, GRP_OUTPUT,
 	  "aggregate by function instead of by line" },
 	{ "vmstate", 0, OPT_VMSTATE, NULL, R, GRP_OUTPUT,
 	  "add the VM state as a leaf frame ([GC], [JIT trace 12])" },
@@ -93,11 +99,11 @@ static const struct cli_option {
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
-	{ "verbose", 'v', 'v', NULL, R | T | D | H, GRP_GENERAL,
+	{ "verbose", 'v', 'v', NULL, R | T | D | H | P, GRP_GENERAL,
 	  "say how the VM was found (repeat for more)" },
-	{ "help", 'h', 'h', NULL, R | T | D | H, GRP_GENERAL,
+	{ "help", 'h', 'h', NULL, R | T | D | H | P, GRP_GENERAL,
 	  "show this help" },
-	{ "version", 0, OPT_VERSION, NULL, R | T | D | H, GRP_HIDDEN,
+	{ "version", 0, OPT_VERSION, NULL, R | T | D | H | P, GRP_HIDDEN,
 	  "show the version" },
 	{ "sampler", 0, OPT_SAMPLER, "KIND", R | T, GRP_SAMPLING,
 	  "ptrace (default): stop each thread for its sample;\n"
@@ -109,14 +115,38 @@ static const struct cli_option {
 	{ "exe", 0, OPT_EXE, "FILE", D, GRP_TARGET,
 	  "with --core: the executable that ran (default: the path\n"
 	  "the core names, used when its build-id matches)" },
-	/* heap (cmd_heap.c) */
-	{ "diff", 0, OPT_DIFF, "OLD", H, GRP_OUTPUT,
-	  "what grew since OLD, an earlier heap -f paths file:\n"
-	  "bytes and objects by path" },
+	/* heap, report (cmd_heap.c, cmd_report.c) */
+	{ "diff", 0, OPT_DIFF, "OLD", H | P, GRP_OUTPUT,
+	  "heap: what grew since OLD, an earlier heap -f paths\n"
+	  "file, bytes and objects by path; report: compare OLD\n"
+	  "(the base) with the one profile given: a differential\n"
+	  "flame graph (red grew, blue shrank), folded\n"
+	  "\"stack BASE NEW\" or a top table of changes" },
+	/* report, record --period (cmd_report.c, cmd_record.c) */
+	{ "focus", 0, OPT_FOCUS, "REGEX", P, GRP_OUTPUT,
+	  "keep only stacks with a frame matching REGEX (POSIX ERE)" },
+	{ "ignore", 0, OPT_IGNORE, "REGEX", P, GRP_OUTPUT,
+	  "drop stacks with a frame matching REGEX" },
+	{ "tid", 0, OPT_TID, "TID", P, GRP_OUTPUT,
+	  "keep only the samples of thread TID" },
+	{ "nolineno", 0, OPT_NOLINENO, NULL, P, GRP_OUTPUT,
+	  "drop line numbers (one frame per function and file)" },
+	{ "period", 0, OPT_PERIOD, "SECS", R, GRP_OUTPUT,
+	  "write one profile per SECS seconds; -o may hold\n"
+	  "%p (pid), %t (UTC start of the period), %n (counter)" },
+	{ "upload", 0, OPT_UPLOAD, "URL", R, GRP_OUTPUT,
+	  "push each period's profile to Grafana Pyroscope at URL\n"
+	  "(POST URL/ingest, pprof; --period default 10)" },
+	{ "app", 0, OPT_APP, "NAME", R, GRP_OUTPUT,
+	  "application name for --upload (default: the command)" },
+	{ "tag", 0, OPT_TAG, "KEY=VALUE", R, GRP_OUTPUT,
+	  "a label for --upload (repeat for more)" },
+	{ "upload-header", 0, OPT_UPLOAD_HEADER, "HEADER", R, GRP_OUTPUT,
+	  "an HTTP header for --upload, 'Name: value' (repeat)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
-static const char *const cmd_names[] = { "", "record", "top", "dump", "heap" };
+static const char *const cmd_names[] = { "", "record", "top", "dump", "heap", "report" };
 
 /* What each command's help says around its options. */
 static const struct {
@@ -145,6 +175,12 @@ static const struct {
 		"retained size) and tables with their paths from the roots, tables by\n"
 		"metatable, functions by prototype, the largest strings. See docs/heap.md.\n",
 		"" },
+	[CMD_REPORT] = {
+		"Usage: luaspy report [OPTIONS] PROFILE...\n"
+		"       luaspy report --diff [OPTIONS] BASE NEW\n"
+		"Read profiles luaspy wrote (pprof, folded), merge them and write any format\n"
+		"(a top table on stdout without -o).\n",
+		"" },
 };
 
 /* The option column is 25 wide: "  -p, --pid PID" padded with spaces. */
@@ -168,7 +204,7 @@ static void help_option(FILE *f, const struct cli_option *op)
 
 void cli_help(int cmd)
 {
-	if (cmd < CMD_RECORD || cmd > CMD_HEAP) {
+	if (cmd < CMD_RECORD || cmd > CMD_LAST) {
 		fputs("Usage: luaspy COMMAND [OPTIONS]\n"
 		      "A sampling profiler for Lua (LuaJIT 2.1, PUC Lua 5.1-5.4) with native frames.\n\n"
 		      "Commands:\n"
@@ -177,6 +213,7 @@ void cli_help(int cmd)
 		      "  top       live view of the hottest functions\n"
 		      "  dump      print the stack of every thread once\n"
 		      "  heap      what the Lua heap holds: bytes by type, largest tables\n"
+		      "  report    merge, filter, compare and convert saved profiles\n"
 		      "  help CMD  help for one command\n\n"
 		      "Examples:\n"
 		      "  luaspy record --pid 1234 -o profile.svg\n"
@@ -214,7 +251,7 @@ static void list_options(void)
 			fputs("-\t", stdout);
 		printf("%s\t%s\t", op->arg ? op->arg : "-", group_names[op->group]);
 		const char *sep = "";
-		for (int c = CMD_RECORD; c <= CMD_HEAP; c++)
+		for (int c = CMD_RECORD; c <= CMD_LAST; c++)
 			if (op->cmds & (1u << c)) {
 				printf("%s%s", sep, cmd_names[c]);
 				sep = ",";
@@ -306,9 +343,11 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 			o->format = 0;
 			break;
 		}
-		o->format = out_format_parse(arg);
+		o->format = o->cmd == CMD_REPORT && !strcmp(arg, "top") ? CLI_FORMAT_TOP
+									: out_format_parse(arg);
 		if (o->format < 0)
-			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope or pprof", arg);
+			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope, pprof or callgrind%s",
+					   arg, o->cmd == CMD_REPORT ? " (or top)" : "");
 		break;
 	case 'r':
 		if (parse_double(arg, &v) || v <= 0 || v > RATE_MAX_HZ)
@@ -357,11 +396,87 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 			return usage_error("unknown sampler '%s': expected ptrace, perf or auto", arg);
 		break;
 	case 'v': o->verbose++; break;
+	case OPT_FOCUS: o->focus = arg; break;
+	case OPT_IGNORE: o->ignore = arg; break;
+	case OPT_NOLINENO: o->nolineno = 1; break;
+	case OPT_TID: {
+		char *end;
+		errno = 0;
+		long t = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || t <= 0 || t > INT_MAX)
+			return usage_error("invalid thread id '%s'", arg);
+		o->tid = (pid_t)t;
+		break;
+	}
+	case OPT_UPLOAD: o->upload = arg; break;
+	case OPT_APP:
+		if (!upload_name_ok(arg))
+			return usage_error("invalid app name '%s': expected letters, digits, '_', '.', '-'", arg);
+		o->app = arg;
+		break;
+	case OPT_TAG: {
+		const char *eq = strchr(arg, '=');
+		char key[128];
+		if (!eq || (size_t)(eq - arg) >= sizeof key)
+			return usage_error("invalid tag '%s': expected KEY=VALUE", arg);
+		memcpy(key, arg, (size_t)(eq - arg));
+		key[eq - arg] = 0;
+		if (!upload_name_ok(key) || !eq[1])
+			return usage_error("invalid tag '%s': expected KEY=VALUE, KEY of letters, digits, '_', '.', '-'", arg);
+		if (o->ntags >= UPLOAD_MAX_TAGS)
+			return usage_error("too many --tag: at most %d", UPLOAD_MAX_TAGS);
+		o->tags[o->ntags++] = arg;
+		break;
+	}
+	case OPT_UPLOAD_HEADER: {
+		const char *colon = strchr(arg, ':');
+		if (!colon || colon == arg || strpbrk(arg, "\r\n"))
+			return usage_error("invalid header '%s': expected 'Name: value'", arg);
+		if (o->nupload_headers >= UPLOAD_MAX_HEADERS)
+			return usage_error("too many --upload-header: at most %d", UPLOAD_MAX_HEADERS);
+		o->upload_headers[o->nupload_headers++] = arg;
+		break;
+	}
+	case OPT_PERIOD:
+		if (parse_double(arg, &v) || v < 1 || v > 86400)
+			return usage_error("invalid period '%s': expected seconds from 1 to 86400", arg);
+		o->period_s = v;
+		break;
 	case 'h': cli_help(o->cmd); return 1;
 	case OPT_CORE: o->core = arg; break;
 	case OPT_EXE: o->exe = arg; break;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
 	}
+	return 0;
+}
+
+/* report: the profiles after the options (getopt left them at optind). */
+static int report_check(struct cli_opts *o, int argc, char **argv)
+{
+	if (optind >= argc)
+		return usage_error("%s", "no profile to read: give one or more files");
+	o->inputs = &argv[optind];
+	if (o->diff) {
+		/* --diff BASE NEW: BASE is --diff's value, NEW the one file */
+		if (argc - optind != 1)
+			return usage_error("%s", "--diff needs two profiles: BASE NEW");
+		o->diff_inputs[0] = (char *)o->diff;
+		o->diff_inputs[1] = argv[optind];
+		o->diff_inputs[2] = NULL;
+		o->inputs = o->diff_inputs;
+	}
+	if (o->output && o->format < 0) {
+		o->format = out_format_from_path(o->output);
+		if (o->format < 0)
+			return usage_error("cannot tell the format of '%s' from its extension: use .svg, .txt, .json, .pb.gz or .callgrind, or -f", o->output);
+	}
+	if (o->format < 0)
+		o->format = o->output ? OUT_FLAMEGRAPH : CLI_FORMAT_TOP;
+	if (o->format == CLI_FORMAT_TOP && o->output && strcmp(o->output, "-"))
+		return usage_error("%s", "-f top prints to stdout: leave out -o");
+	if (o->diff && o->format != CLI_FORMAT_TOP && o->format != OUT_FLAMEGRAPH &&
+	    o->format != OUT_FOLDED)
+		return usage_error("%s", "--diff writes a flame graph, folded stacks or top");
 	return 0;
 }
 
@@ -393,7 +508,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	if (!strcmp(c, "help")) {
 		int cmd = CMD_NONE;
 		if (argc > 2) {
-			for (int i = 1; i <= CMD_HEAP; i++)
+			for (int i = 1; i <= CMD_LAST; i++)
 				if (!strcmp(argv[2], cmd_names[i]))
 					cmd = i;
 			if (cmd == CMD_NONE)
@@ -402,7 +517,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		cli_help(cmd);
 		return 1;
 	}
-	for (int i = 1; i <= CMD_HEAP; i++)
+	for (int i = 1; i <= CMD_LAST; i++)
 		if (!strcmp(c, cmd_names[i]))
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
@@ -414,7 +529,9 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	optind = 2;
 	opterr = 0;
 	int ch;
-	while ((ch = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+	/* report takes options after its files too (getopt permutes them) */
+	const char *sopts = o->cmd == CMD_REPORT ? short_opts + 1 : short_opts;
+	while ((ch = getopt_long(argc, argv, sopts, long_opts, NULL)) != -1) {
 		if (ch == '?') {
 			if (optopt)
 				return usage_error("unknown option '-%c'", optopt);
@@ -432,6 +549,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		if (rc != 0)
 			return rc;
 	}
+	if (o->cmd == CMD_REPORT)
+		return report_check(o, argc, argv);
 	if (optind < argc) {
 		if (strcmp(argv[optind - 1], "--") != 0 && optind < argc && argv[optind][0] != '-') {
 			/* "luaspy record luajit x.lua" without "--": accept like py-spy */
@@ -470,8 +589,14 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 			 (ol >= 6 && !strcmp(o->output + ol - 6, ".pprof")))
 			o->heap_format = HEAP_FMT_PPROF;
 	}
-	if (o->diff && o->heap_format != HEAP_FMT_TEXT)
+	if (o->cmd == CMD_HEAP && o->diff && o->heap_format != HEAP_FMT_TEXT)
 		return usage_error("%s", "--diff writes text: it takes no -f heapsnapshot or paths");
+	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)
+		return usage_error("%s", "--app, --tag and --upload-header need --upload");
+	if (o->upload && !o->period_s)
+		o->period_s = o->duration_s > 0 && o->duration_s < 10 ? o->duration_s : 10;
+	if (o->period_s > 0 && o->duration_s > 0 && o->duration_s < o->period_s)
+		return usage_error("%s", "--duration is shorter than --period");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)
@@ -490,6 +615,7 @@ int cli_run(struct cli_opts *o)
 	case CMD_RECORD: return cmd_record(o);
 	case CMD_TOP: return cmd_top(o);
 	case CMD_HEAP: return cmd_heap(o);
+	case CMD_REPORT: return cmd_report(o);
 	}
 	return err_exit_code(LS_E_USAGE);
 }

@@ -4,7 +4,11 @@
 
 #include <sys/types.h>
 
-enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_HEAP };
+enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_HEAP, CMD_REPORT };
+#define CMD_LAST CMD_REPORT
+
+/* cli_opts.format of report's text table (not a file format of out.h) */
+#define CLI_FORMAT_TOP 100
 
 #define RATE_MAX_HZ 10000.0
 
@@ -36,7 +40,21 @@ struct cli_opts {
 	const char *core;          /* dump --core FILE: a core file instead of a pid */
 	const char *exe;           /* dump --exe FILE: the executable the core ran */
 	int heap_format;           /* heap -f: HEAP_FMT_* */
-	const char *diff;          /* heap --diff OLD (a paths file) */
+	const char *diff;          /* heap --diff OLD (a paths file); report --diff BASE */
+	/* report and record --period (cmd_report.c, docs/report.md) */
+	char **inputs;             /* report: profiles to read (NULL-terminated) */
+	const char *focus;         /* report --focus REGEX */
+	const char *ignore;        /* report --ignore REGEX */
+	char *diff_inputs[3];      /* report --diff: BASE (o->diff), NEW, NULL */
+	int nolineno;              /* report --nolineno */
+	pid_t tid;                 /* report --tid: one thread only, 0 = all */
+	double period_s;           /* record --period: one profile per SECS, 0 = off */
+	const char *upload;        /* record --upload URL (Pyroscope), or NULL */
+	const char *app;           /* --app NAME */
+	const char *tags[32];      /* --tag KEY=VALUE, UPLOAD_MAX_TAGS */
+	int ntags;
+	const char *upload_headers[16]; /* --upload-header 'Name: value', UPLOAD_MAX_HEADERS */
+	int nupload_headers;
 };
 
 /* --sampler: how record and top take samples (dump always stops). */
@@ -64,5 +82,6 @@ int cmd_record(struct cli_opts *o);
 int cmd_top(struct cli_opts *o);
 /* cmd_heap.c: luaspy heap (docs/heap.md). */
 int cmd_heap(struct cli_opts *o);
+int cmd_report(struct cli_opts *o);
 
 #endif

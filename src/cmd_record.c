@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli.h"
 #include "elf_sym.h"
@@ -12,8 +13,10 @@
 #include "msg.h"
 #include "out.h"
 #include "profile.h"
+#include "profile_read.h"
 #include "session.h"
 #include "timeutil.h"
+#include "upload.h"
 #include "vm.h"
 
 /* Can we write PATH? Tried before sampling, so a run is not lost to an
@@ -46,21 +49,8 @@ static int check_output(const char *path)
 struct status {
 	int tty;
 	int printed;
+	struct period *per;   /* --period, or NULL */
 };
-
-static int status_tick(void *arg, const struct session_stats *st)
-{
-	struct status *ss = arg;
-	if (!ss->tty)
-		return 0;
-	double el = (double)st->elapsed_ns / 1e9;
-	fprintf(stderr, "\rluaspy: %.1fs  samples %llu  errors %llu  rate %.1f Hz   ", el,
-		(unsigned long long)st->samples, (unsigned long long)st->errors,
-		el > 0 ? (double)st->ticks / el : 0.0);
-	fflush(stderr);
-	ss->printed = 1;
-	return 0;
-}
 
 static void resolve_line(struct frame *fr, void *arg)
 {
@@ -68,10 +58,425 @@ static void resolve_line(struct frame *fr, void *arg)
 	symtab_resolve_line(fr);
 }
 
+/* ------------------------------------------------------------ --period */
+
+/* record --period: the profile is cut every period_ns (boundaries at
+ * start + k * period, so they do not drift); each period's stacks move
+ * into a profile of their own, written to the -o pattern, and the
+ * sampling aggregate is reset, so memory stays that of one period (plus
+ * the frames interned, which do not grow with run time). */
+struct period {
+	struct cli_opts *o;
+	struct session *s;
+	struct profile *p;        /* the aggregate session_run counts into */
+	uint64_t period_ns;
+	uint64_t run_start;       /* CLOCK_MONOTONIC at the start of the run */
+	uint64_t end_ns;          /* monotonic end of --duration, or UINT64_MAX */
+	uint64_t start;           /* this period: monotonic start */
+	uint64_t start_unix;      /* ... and wall clock */
+	uint64_t errors0;         /* session errors when this period began */
+	unsigned long long n;     /* periods cut so far */
+	unsigned long long written, failed;
+	char title[600];
+};
+
+/* The series name of --upload into OUT (LEN bytes):
+ * APP{hostname=..,pid=PID[,process=PROC],runtime=..,TAGS} (Pyroscope's
+ * labelset syntax; values made safe by upload_label_value). */
+static void upload_name(const struct period *pr, char *out, size_t len, pid_t pid,
+			const char *process)
+{
+	const struct cli_opts *o = pr->o;
+	char app[128], v[128], host[256] = "";
+	if (o->app) {
+		snprintf(app, sizeof app, "%s", o->app);
+	} else {
+		/* the command's base name: "luajit" of "/usr/bin/luajit app.lua" */
+		const char *cmd = session_cmdline(pr->s);
+		const char *sp = strchr(cmd, ' ');
+		size_t n = sp ? (size_t)(sp - cmd) : strlen(cmd);
+		const char *sl = memrchr(cmd, '/', n);
+		if (sl) {
+			n -= (size_t)(sl + 1 - cmd);
+			cmd = sl + 1;
+		}
+		char tmp[128];
+		snprintf(tmp, sizeof tmp, "%.*s", (int)(n < 100 ? n : 100), cmd);
+		upload_label_value(tmp, app, sizeof app);
+		for (char *c = app; *c; c++)
+			if (*c == ':' || *c == '/' || *c == '+')
+				*c = '_';
+		if (!upload_name_ok(app))
+			snprintf(app, sizeof app, "luaspy");
+	}
+	gethostname(host, sizeof host - 1);
+	size_t o2 = (size_t)snprintf(out, len, "%s{hostname=%s,pid=%d", app,
+				     upload_label_value(host, v, sizeof v), (int)pid);
+	if (process && o2 < len)
+		o2 += (size_t)snprintf(out + o2, len - o2, ",process=%s",
+				       upload_label_value(process, v, sizeof v));
+	if (session_runtime(pr->s) && o2 < len) {
+		/* "LuaJIT 2.1 GC64" of "LuaJIT 2.1 GC64, upstream ... (Debian ...)" */
+		char rt[128];
+		snprintf(rt, sizeof rt, "%s", session_runtime(pr->s));
+		rt[strcspn(rt, ",(")] = 0;
+		size_t l = strlen(rt);
+		while (l && rt[l - 1] == ' ')
+			rt[--l] = 0;
+		o2 += (size_t)snprintf(out + o2, len - o2, ",runtime=%s",
+				       upload_label_value(rt, v, sizeof v));
+	}
+	for (int i = 0; i < o->ntags && o2 < len; i++) {
+		const char *eq = strchr(o->tags[i], '=');
+		o2 += (size_t)snprintf(out + o2, len - o2, ",%.*s=%s", (int)(eq - o->tags[i]),
+				       o->tags[i], upload_label_value(eq + 1, v, sizeof v));
+	}
+	if (o2 < len)
+		snprintf(out + o2, len - o2, "}");
+}
+
+/* Encode Q as pprof and queue it under NAME. */
+static void upload_one(const struct period *pr, const struct profile *q, const char *name,
+		       uint64_t from_s, uint64_t until_s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		msg_error("period %llu: out of memory; not uploaded", pr->n);
+		return;
+	}
+	int rc = out_pprof_write(q, f);
+	if (fclose(f) != 0 && !rc)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		free(buf);
+		msg_error("period %llu: cannot encode the profile: %s", pr->n, strerror(-rc));
+		return;
+	}
+	if (upload_queue(buf, len, name, from_s, until_s, pr->o->rate_hz) < 0)
+		msg_debug(1, "period %llu: the upload queue is full; dropped", pr->n);
+}
+
+/* Most processes one period of -s uploads as series of their own; the
+ * stacks of the others go in the root's series. */
+#define UPLOAD_MAX_PROCESSES 256
+
+/* Queue Q (one period, FROM..UNTIL ns since the epoch) for --upload: one
+ * series, or with -s one per process (its root frame, "process PID
+ * "CMD"", labels pid and process). */
+static void period_upload(struct period *pr, const struct profile *q, uint64_t from_ns,
+			  uint64_t until_ns)
+{
+	/* from/until in whole seconds (the API's unit), until > from */
+	uint64_t from_s = from_ns / 1000000000ull, until_s = until_ns / 1000000000ull;
+	if (until_s <= from_s)
+		until_s = from_s + 1;
+	char name[1024];
+	if (!pr->o->subprocesses) {
+		upload_name(pr, name, sizeof name, session_pid(pr->s), NULL);
+		upload_one(pr, q, name, from_s, until_s);
+		return;
+	}
+	/* the roots (outermost frames naming a process), at most
+	 * UPLOAD_MAX_PROCESSES; slot 0 collects the rest */
+	uint32_t root[UPLOAD_MAX_PROCESSES + 1];
+	size_t nroot = 1, ns = profile_nstacks(q);
+	root[0] = UINT32_MAX;
+	for (size_t i = 0; i < ns; i++) {
+		pid_t tid;
+		const uint32_t *ids;
+		size_t depth;
+		uint64_t count;
+		profile_stack(q, i, &tid, &ids, &depth, &count);
+		const struct frame *fr = depth ? profile_frame(q, ids[0]) : NULL;
+		if (!fr || fr->kind != FRAME_ROOT || strncmp(fr->name, "process ", 8))
+			continue;
+		size_t k = 1;
+		while (k < nroot && root[k] != ids[0])
+			k++;
+		if (k == nroot && nroot <= UPLOAD_MAX_PROCESSES)
+			root[nroot++] = ids[0];
+	}
+	struct stack st = { 0 };
+	for (size_t k = 0; k < nroot; k++) {
+		struct profile *qr = profile_new();
+		if (!qr)
+			break;
+		for (size_t i = 0; i < ns; i++) {
+			pid_t tid;
+			const uint32_t *ids;
+			size_t depth;
+			uint64_t count;
+			profile_stack(q, i, &tid, &ids, &depth, &count);
+			size_t j = 1;
+			while (j < nroot && (!depth || root[j] != ids[0]))
+				j++;
+			if ((k == 0 && j < nroot) || (k > 0 && j != k) || !count)
+				continue;
+			stack_clear(&st);
+			for (size_t d = depth; d-- > 0;)
+				stack_push(&st, profile_frame(q, ids[d]));
+			profile_add(qr, tid, &st, count);
+		}
+		if (profile_total(qr) > 0 || (k == 0 && nroot == 1)) {
+			*profile_meta(qr) = *profile_meta_const(q);
+			profile_meta(qr)->samples = profile_total(qr);
+			int pid = (int)session_pid(pr->s);
+			char proc[128] = "";
+			if (k > 0) {
+				/* "process 42 "/usr/bin/luajit app.lua"": pid and command's base name */
+				const char *rn = profile_frame(q, root[k])->name;
+				const char *qt = strchr(rn, '"');
+				pid = atoi(rn + 8);
+				if (qt) {
+					size_t n = strcspn(qt + 1, " \"");
+					const char *sl = memrchr(qt + 1, '/', n);
+					const char *b = sl ? sl + 1 : qt + 1;
+					n -= (size_t)(b - (qt + 1));
+					snprintf(proc, sizeof proc, "%.*s", (int)(n < 100 ? n : 100), b);
+				}
+			}
+			upload_name(pr, name, sizeof name, pid, k > 0 && proc[0] ? proc : NULL);
+			upload_one(pr, qr, name, from_s, until_s);
+		}
+		profile_free(qr);
+	}
+	stack_free(&st);
+}
+
+/* PAT with %p (pid), %t (UTC start, 20260102T030405Z), %n (counter from
+ * 1) and %% expanded into BUF (LEN bytes). -1 when it does not fit or
+ * PAT holds another %-sequence. */
+static int period_path(const char *pat, pid_t pid, uint64_t unix_ns, unsigned long long n,
+		       char *buf, size_t len)
+{
+	size_t o = 0;
+	for (const char *c = pat; *c; c++) {
+		char tmp[40];
+		const char *add = tmp;
+		if (*c != '%') {
+			tmp[0] = *c;
+			tmp[1] = 0;
+		} else if (c[1] == 'p') {
+			snprintf(tmp, sizeof tmp, "%d", (int)pid);
+			c++;
+		} else if (c[1] == 'n') {
+			snprintf(tmp, sizeof tmp, "%llu", n);
+			c++;
+		} else if (c[1] == 't') {
+			time_t t = (time_t)(unix_ns / 1000000000ull);
+			struct tm tm;
+			gmtime_r(&t, &tm);
+			strftime(tmp, sizeof tmp, "%Y%m%dT%H%M%SZ", &tm);
+			c++;
+		} else if (c[1] == '%') {
+			add = "%";
+			c++;
+		} else {
+			return -1;
+		}
+		size_t l = strlen(add);
+		if (o + l >= len)
+			return -1;
+		memcpy(buf + o, add, l);
+		o += l;
+	}
+	buf[o] = 0;
+	return 0;
+}
+
+/* Does PAT name one file per period (%n or %t)? */
+static int period_pattern_ok(const char *pat)
+{
+	for (const char *c = pat; *c; c++)
+		if (*c == '%' && c[1]) {
+			if (c[1] == 'n' || c[1] == 't')
+				return 1;
+			c++;
+		}
+	return 0;
+}
+
+/* Cut the period that ends now: its stacks into a profile of their own,
+ * written to the pattern's next name; the aggregate is reset. */
+static void period_cut(struct period *pr, uint64_t now)
+{
+	const struct session_stats *st = session_stats(pr->s);
+	uint64_t unix_now = time_unix_ns();
+	struct profile *q = profile_new();
+	pr->n++;
+	if (!q || profile_add_filtered(q, pr->p, NULL) < 0) {
+		profile_free(q);
+		profile_reset(pr->p);
+		pr->failed++;
+		msg_error("period %llu: out of memory; its samples are lost", pr->n);
+		goto next;
+	}
+	profile_reset(pr->p);
+	struct profile_meta *m = profile_meta(q);
+	snprintf(pr->title, sizeof pr->title, "%s", session_cmdline(pr->s));
+	m->title = pr->title;
+	m->pid = session_pid(pr->s);
+	m->rate_hz = pr->o->rate_hz;
+	m->duration_ns = now - pr->start;
+	m->start_unix_ns = pr->start_unix;
+	m->samples = profile_total(q);
+	m->errors = st->errors - pr->errors0;
+	m->runtime = session_runtime(pr->s);
+	if (profile_map_frames(q, resolve_line, NULL) < 0)
+		msg_debug(1, "out of memory: native frames keep no source lines");
+	if (profile_name_functions(q) < 0)
+		msg_debug(1, "out of memory: Lua functions keep their call-site names");
+	if (pr->o->upload)
+		period_upload(pr, q, pr->start_unix, unix_now);
+	char path[4096];
+	if (!pr->o->output) {
+		/* --upload alone: no file */
+	} else if (period_path(pr->o->output, m->pid, pr->start_unix, pr->n, path, sizeof path) < 0) {
+		pr->failed++;
+		msg_error("period %llu: the output name is too long", pr->n);
+	} else {
+		int wrc = out_write_file(q, pr->o->format, path);
+		if (wrc < 0) {
+			pr->failed++;
+			msg_error("period %llu: cannot write '%s': %s", pr->n, path, strerror(-wrc));
+		} else {
+			pr->written++;
+			fprintf(stderr, "%sWrote %s of %llu samples to '%s'\n", isatty(2) ? "\r" : "",
+				out_format_noun(pr->o->format), (unsigned long long)m->samples, path);
+		}
+	}
+	profile_free(q);
+next:
+	pr->start = now;
+	pr->start_unix = unix_now;
+	pr->errors0 = st->errors;
+}
+
+/* Between samples: is a period boundary due? The last period of a
+ * --duration run is left to the end (no sliver of a period after it). */
+static void period_tick(struct period *pr)
+{
+	uint64_t now = time_now_ns();
+	uint64_t due = pr->run_start + (pr->n + 1) * pr->period_ns;
+	if (now < due || (pr->end_ns != UINT64_MAX && pr->end_ns - due < pr->period_ns / 10 + 1))
+		return;
+	period_cut(pr, now);
+}
+
+static int status_tick(void *arg, const struct session_stats *st)
+{
+	struct status *ss = arg;
+	if (ss->per)
+		period_tick(ss->per);
+	if (!ss->tty)
+		return 0;
+	double el = (double)st->elapsed_ns / 1e9;
+	fprintf(stderr, "\rluaspy: %.1fs  samples %llu  errors %llu  rate %.1f Hz   ", el,
+		(unsigned long long)st->samples, (unsigned long long)st->errors,
+		el > 0 ? (double)st->ticks / el : 0.0);
+	if (ss->per && ss->per->o->upload) {
+		struct upload_counts uc;
+		upload_counts(&uc);
+		fprintf(stderr, "uploads %llu queued %llu failed %llu   ", (unsigned long long)uc.sent,
+			(unsigned long long)uc.queued, (unsigned long long)uc.attempts_failed);
+	}
+	fflush(stderr);
+	ss->printed = 1;
+	return 0;
+}
+
+/* Seconds the end of a run waits for the upload queue to drain. */
+#define UPLOAD_DRAIN_S 15.0
+
+/* record --period: sample, cutting a profile every period, until the
+ * run ends; then the last period. Exit status as cmd_record's. */
+static int record_periods(struct cli_opts *o, struct session *s, struct profile *p)
+{
+	struct period pr = { .o = o, .s = s, .p = p };
+	pr.period_ns = (uint64_t)(o->period_s * 1e9);
+	pr.run_start = pr.start = time_now_ns();
+	pr.start_unix = time_unix_ns();
+	pr.end_ns = o->duration_s > 0 ? pr.run_start + (uint64_t)(o->duration_s * 1e9) : UINT64_MAX;
+	struct status ss = { isatty(2), 0, &pr };
+	/* ticks often enough that a period ends within 50 ms of its time */
+	session_run(s, p, 50 * 1000000ull, status_tick, &ss);
+	if (ss.printed)
+		fputc('\n', stderr);
+	if (profile_total(p) > 0 || pr.n == 0)
+		period_cut(&pr, time_now_ns());
+	const struct session_stats *st = session_stats(s);
+	int nolua = o->subprocesses && !session_runtime(s);
+	if (nolua)
+		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+	session_report_lag(s);
+	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed\n",
+		(unsigned long long)st->samples, (unsigned long long)st->errors, pr.written,
+		pr.failed);
+	struct upload_counts uc = { 0 };
+	if (o->upload) {
+		/* the last period and any backlog: a bounded wait */
+		upload_finish(UPLOAD_DRAIN_S);
+		upload_counts(&uc);
+		fprintf(stderr, "Uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped\n",
+			(unsigned long long)uc.sent, (unsigned long long)uc.attempts_failed,
+			(unsigned long long)uc.rejected, (unsigned long long)uc.dropped);
+		if (uc.last_error[0] && (uc.rejected || uc.dropped))
+			msg_error("upload to '%s': last failure: %s", o->upload, uc.last_error);
+	}
+	if (o->stats) {
+		session_print_stats(s, stderr);
+		fprintf(stderr, "periods: %llu written, %llu failed (of %.0f s each)\n", pr.written,
+			pr.failed, o->period_s);
+		if (o->upload)
+			fprintf(stderr, "uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped "
+				"(queue: %d profiles, %u MiB)\n", (unsigned long long)uc.sent,
+				(unsigned long long)uc.attempts_failed, (unsigned long long)uc.rejected,
+				(unsigned long long)uc.dropped, UPLOAD_QUEUE_MAX, UPLOAD_QUEUE_MAX_BYTES >> 20);
+	}
+	profile_free(p);
+	int code = session_finish(s);
+	if (pr.failed || uc.rejected || uc.dropped)
+		return 1;
+	if (nolua && code == 0)
+		return err_exit_code(LS_E_NOTLUA);
+	return code;
+}
+
 int cmd_record(struct cli_opts *o)
 {
 	char defname[64];
-	if (o->output) {
+	if (o->period_s > 0) {
+		if (!o->output && o->upload)
+			goto upload;
+		if (!o->output)
+			o->output = o->format == OUT_PPROF ? "luaspy-%p-%t.pb.gz" :
+				    o->format == OUT_FOLDED ? "luaspy-%p-%t.txt" :
+				    o->format == OUT_SPEEDSCOPE ? "luaspy-%p-%t.json" :
+				    o->format == OUT_CALLGRIND ? "callgrind.out.%p.%n" : "luaspy-%p-%t.svg";
+		char path[4096];
+		if (!period_pattern_ok(o->output) ||
+		    period_path(o->output, 1, time_unix_ns(), 1, path, sizeof path) < 0) {
+			msg_error("--period needs -o with %%n or %%t (one file per period) and no %%-sequence "
+				  "but %%p, %%t, %%n, %%%%: '%s' (see 'luaspy --help')", o->output);
+			return err_exit_code(LS_E_USAGE);
+		}
+		int rc = check_output(path);
+		if (rc < 0) {
+			msg_error("cannot write '%s': %s", path, strerror(-rc));
+			return err_exit_code(LS_E_USAGE);
+		}
+upload:
+		if (o->upload) {
+			char why[300];
+			if (upload_start(o->upload, o->upload_headers, o->nupload_headers, why,
+					 sizeof why) < 0) {
+				msg_error("--upload: %s", why);
+				return err_exit_code(LS_E_USAGE);
+			}
+		}
+	} else if (o->output) {
 		int rc = check_output(o->output);
 		if (rc < 0) {
 			msg_error("cannot write '%s': %s", o->output, strerror(-rc));
@@ -83,12 +488,16 @@ int cmd_record(struct cli_opts *o)
 	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
 	symtab_defer_lines(1);
 	int code = session_start(o, &s);
-	if (code)
+	if (code) {
+		if (o->upload)
+			upload_finish(0);
 		return code;
-	if (!o->output) {
+	}
+	if (!o->output && !o->period_s) {
 		snprintf(defname, sizeof defname, "luaspy-%d.%s", (int)session_pid(s),
 			 o->format == OUT_FOLDED ? "txt" : o->format == OUT_SPEEDSCOPE ? "json" :
-			 o->format == OUT_PPROF ? "pb.gz" : "svg");
+			 o->format == OUT_PPROF ? "pb.gz" : o->format == OUT_CALLGRIND ? "callgrind" :
+			 "svg");
 		o->output = defname;
 	}
 	struct profile *p = profile_new();
@@ -96,7 +505,9 @@ int cmd_record(struct cli_opts *o)
 		session_finish(s);
 		return msg_err_pid(0, -LS_E_NOMEM);
 	}
-	struct status ss = { isatty(2), 0 };
+	if (o->period_s > 0)
+		return record_periods(o, s, p);
+	struct status ss = { isatty(2), 0, NULL };
 	uint64_t t0 = time_now_ns(), u0 = time_unix_ns();
 	int why = session_run(s, p, 250 * 1000000ull, status_tick, &ss);
 	if (ss.printed)

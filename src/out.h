@@ -7,13 +7,15 @@
 #include <stdio.h>
 #include "profile.h"
 
-enum out_format { OUT_FLAMEGRAPH = 0, OUT_FOLDED, OUT_SPEEDSCOPE, OUT_PPROF, OUT_NFORMATS };
+enum out_format { OUT_FLAMEGRAPH = 0, OUT_FOLDED, OUT_SPEEDSCOPE, OUT_PPROF, OUT_CALLGRIND,
+		  OUT_NFORMATS };
 
-/* Format from its name ("flamegraph", "folded", "speedscope", "pprof");
+/* Format from its name ("flamegraph", "folded", "speedscope", "pprof",
+ * "callgrind");
  * -1 when unknown. */
 int out_format_parse(const char *name);
 /* Format implied by PATH's extension (.svg, .folded/.txt, .json,
- * .pb.gz/.pprof/.pb); OUT_FLAMEGRAPH when PATH's file name has no
+ * .pb.gz/.pprof/.pb, .callgrind or a name callgrind.out.*); OUT_FLAMEGRAPH when PATH's file name has no
  * extension; -1 when its extension names no format (out.png). */
 int out_format_from_path(const char *path);
 /* Name of FMT as out_format_parse takes it; "unknown" when out of range. */
@@ -42,6 +44,11 @@ int out_svg_write(const struct profile *p, FILE *f);
 int out_folded_write(const struct profile *p, FILE *f);
 int out_speedscope_write(const struct profile *p, FILE *f);
 int out_pprof_write(const struct profile *p, FILE *f);
+/*   callgrind: callgrind format 1 (valgrind's docs/cl-format), one
+ *        event "Samples"; per stack, each frame's call to the next with
+ *        the stack's count, the leaf's self cost at its line; for
+ *        KCachegrind and callgrind_annotate (out_callgrind.c) */
+int out_callgrind_write(const struct profile *p, FILE *f);
 
 /* --- Helpers shared by the writers (out.c). Target text (names, files,
  * modules) is untrusted: it may hold any bytes. Writers pass it through

@@ -20,6 +20,7 @@ static const struct {
 	[OUT_FOLDED] = { "folded", "folded stacks", out_folded_write },
 	[OUT_SPEEDSCOPE] = { "speedscope", "speedscope profile", out_speedscope_write },
 	[OUT_PPROF] = { "pprof", "pprof profile", out_pprof_write },
+	[OUT_CALLGRIND] = { "callgrind", "callgrind profile", out_callgrind_write },
 };
 
 int out_format_parse(const char *name)
@@ -53,6 +54,7 @@ int out_format_from_path(const char *path)
 		{ ".pb.gz", OUT_PPROF },
 		{ ".pprof", OUT_PPROF },
 		{ ".pb", OUT_PPROF },
+		{ ".callgrind", OUT_CALLGRIND },
 	};
 	size_t n = path ? strlen(path) : 0;
 	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
@@ -60,6 +62,8 @@ int out_format_from_path(const char *path)
 			return map[i].fmt;
 	const char *base = path ? strrchr(path, '/') : NULL;
 	base = base ? base + 1 : path;
+	if (base && !strncmp(base, "callgrind.out", 13))
+		return OUT_CALLGRIND;
 	const char *dot = base ? strrchr(base, '.') : NULL;
 	if (dot && dot != base)
 		return -1; /* out.png: not SVG under a wrong name */
