@@ -177,7 +177,7 @@ static const struct {
 		"" },
 	[CMD_REPORT] = {
 		"Usage: luaspy report [OPTIONS] PROFILE...\n"
-		"       luaspy report --diff [OPTIONS] BASE NEW\n"
+		"       luaspy report [OPTIONS] --diff BASE NEW\n"
 		"Read profiles luaspy wrote (pprof, folded), merge them and write any format\n"
 		"(a top table on stdout without -o).\n",
 		"" },
@@ -453,7 +453,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 /* report: the profiles after the options (getopt left them at optind). */
 static int report_check(struct cli_opts *o, int argc, char **argv)
 {
-	if (optind >= argc)
+	if (optind >= argc && !o->diff)
 		return usage_error("%s", "no profile to read: give one or more files");
 	o->inputs = &argv[optind];
 	if (o->diff) {
