@@ -19,7 +19,8 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
+	OPT_LOCALS, OPT_LOCALS_LENGTH
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -94,6 +95,10 @@ static const struct cli_option {
 	  "show this help" },
 	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
 	  "show the version" },
+	{ "locals", 0, OPT_LOCALS, NULL, D, GRP_OUTPUT,
+	  "show each Lua frame's local variables and upvalues" },
+	{ "locals-length", 0, OPT_LOCALS_LENGTH, "BYTES", D, GRP_OUTPUT,
+	  "bytes of a string value --locals shows (default 80, max 65536)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -302,6 +307,16 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_ALL_COROUTINES: o->all_coroutines = 1; break;
 	case OPT_NATIVE_ONLY: o->native_only = 1; break;
 	case OPT_STATS: o->stats = 1; break;
+	case OPT_LOCALS: o->locals = 1; break;
+	case OPT_LOCALS_LENGTH: {
+		char *end;
+		errno = 0;
+		long n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < 1 || n > 65536)
+			return usage_error("invalid length '%s': expected bytes from 1 to 65536", arg);
+		o->locals_length = (size_t)n;
+		break;
+	}
 	case 'v': o->verbose++; break;
 	case 'h': cli_help(o->cmd); return 1;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
@@ -317,6 +332,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	o->delay_s = 1;
 	o->timeout_s = 5;
 	o->native = 1;
+	o->locals_length = 80;
 	if (argc < 2) {
 		cli_help(CMD_NONE);
 		return usage_error("%s", "missing command");

@@ -32,6 +32,8 @@ struct cli_opts {
 	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
+	int locals;                /* dump --locals */
+	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
 };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options

@@ -18,15 +18,41 @@ struct coro_arg {
 	int count;
 };
 
+/* The body function of a coroutine: its outermost Lua frame, as
+ * "worker (w.lua:2)" (the line it is defined on), into BUF; NULL when
+ * the stack has no Lua frame. */
+static const char *coroutine_body(const struct stack *st, char *buf, size_t len)
+{
+	for (int i = st->n - 1; i >= 0; i--) {
+		const struct frame *fr = &st->f[i];
+		if (fr->kind != FRAME_LUA)
+			continue;
+		if (fr->firstline > 0 && fr->file)
+			snprintf(buf, len, "%s (%s:%d)", fr->name, fr->file, (int)fr->firstline);
+		else
+			frame_label(fr, buf, len, 0);
+		for (char *c = buf; *c; c++)
+			if ((unsigned char)*c < 32)
+				*c = '?';
+		return buf;
+	}
+	return NULL;
+}
+
 static void print_coroutine(void *arg, uint64_t addr, const char *status, const struct stack *st,
 			    int err)
 {
 	struct coro_arg *ca = arg;
-	char buf[1024];
+	char buf[1024], body[512];
+	const char *bname = coroutine_body(st, body, sizeof body);
 	if (ca->json) {
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
 		out_put_json(ca->f, status);
+		if (bname) {
+			fputs(",\"body\":", ca->f);
+			out_put_json(ca->f, bname);
+		}
 		if (err < 0) {
 			fputs(",\"error\":", ca->f);
 			out_put_json(ca->f, err_text(err));
@@ -51,7 +77,10 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 		}
 		fputs("]}", ca->f);
 	} else {
-		fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
+		if (bname)
+			fprintf(ca->f, "Coroutine 0x%llx %s (%s)\n", (unsigned long long)addr, bname, status);
+		else
+			fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
 		if (err < 0)
 			fprintf(ca->f, "    <error: %s>\n", err_text(err));
 		for (int i = 0; i < st->n; i++) {
@@ -106,10 +135,17 @@ static int dump_hold_alloc(struct dump_hold *h, int nth, int hold)
 	return 0;
 }
 
-/* --all-coroutines: list the coroutines of T while the NTH threads are
- * held (H), say where a bound cut the list, then release the threads. */
-static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
-			    int nth)
+/* Release the threads H holds (of NTH). */
+static void dump_release(struct dump_hold *h, int nth)
+{
+	for (int i = 0; i < nth; i++)
+		if (h->states[i] != '?' && h->stoprc[i] == 0)
+			ptrace_release(&h->stops[i]);
+}
+
+/* --all-coroutines: list the coroutines of T while the threads are held
+ * (H), say where a bound cut the list. */
+static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h)
 {
 	struct coro_arg ca = { f, o->json, 0 };
 	if (o->json)
@@ -127,9 +163,6 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 	} else if (n >= 0 && cut) {
 		fprintf(f, "<coroutine list cut: %s>\n", cut);
 	}
-	for (int i = 0; i < nth; i++)
-		if (h->states[i] != '?' && h->stoprc[i] == 0)
-			ptrace_release(&h->stops[i]);
 	if (n < 0)
 		msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
 }
@@ -195,7 +228,12 @@ int cmd_dump(struct cli_opts *o)
 	 * first walk until the coroutines are listed, so that the list and
 	 * the threads' stacks are one moment (a coroutine that runs on a
 	 * thread is walked from its registers) */
-	int hold = o->all_coroutines && t->vm && t->vm_ops->coroutines;
+	int coros = o->all_coroutines && t->vm && t->vm_ops->coroutines;
+	/* --locals: values are read while the thread is still stopped, so
+	 * every thread is held the same way */
+	int locals = o->locals && t->vm && t->vm_ops->locals;
+	int hold = coros || locals;
+	struct dump_vars dv = { 0 };
 	struct dump_hold h;
 	if (dump_hold_alloc(&h, nth, hold) < 0) {
 		free(th);
@@ -216,6 +254,7 @@ int cmd_dump(struct cli_opts *o)
 			continue; /* gone since listing */
 		struct sampler_opts sh = so;
 		sh.held = hold && stoprc[i] == 0;
+		ts.want_vars = locals;
 		memset(&info, 0, sizeof info);
 		stack_clear(&st);
 		rc = hold ? stoprc[i] : 0;
@@ -237,6 +276,13 @@ int cmd_dump(struct cli_opts *o)
 		}
 		if (rc == -LS_E_GONE)
 			continue;
+		dump_vars_clear(&dv);
+		if (locals && rc == 0 && info.lua_frames > 0) {
+			int lr = t->vm_ops->locals(t->vm, t, &ts, o->locals_length, dump_vars_add, &dv);
+			if (lr < 0)
+				msg_debug(1, "pid %d: tid %d: locals: %s", (int)o->pid, (int)th[i].tid,
+					  err_text(lr));
+		}
 		const char *err = rc < 0 ? err_text(rc) : NULL;
 		if (rc < 0)
 			errors++;
@@ -244,19 +290,24 @@ int cmd_dump(struct cli_opts *o)
 			if (shown)
 				fputc(',', f);
 			out_dump_thread_json(f, th[i].tid, th[i].name, state, &st,
-					     desc ? vmjson : NULL, info.vmstate, err, ts.native.truncated);
+					     desc ? vmjson : NULL, info.vmstate, err, ts.native.truncated,
+					     o->locals ? &dv : NULL);
 		} else {
 			if (shown)
 				fputc('\n', f);
 			out_dump_thread_text(f, th[i].tid, th[i].name, state, &st, info.vmstate, err,
-					     ts.native.truncated);
+					     ts.native.truncated, o->locals ? &dv : NULL);
 		}
 		shown++;
 	}
 	if (o->json)
 		fputc(']', f);
+	if (coros)
+		dump_coroutines(f, o, t, &h);
 	if (hold)
-		dump_coroutines(f, o, t, &h, nth);
+		dump_release(&h, nth);
+	dump_vars_clear(&dv);
+	free(dv.f);
 	if (o->json)
 		fputs("}\n", f);
 	fflush(f);

@@ -1,5 +1,6 @@
 /* out_dump.c: text and JSON output of dump. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "out.h"
 #include "out_dump.h"
@@ -18,10 +19,66 @@ const char *dump_state_name(char state)
 	}
 }
 
+void dump_vars_add(void *arg, uint64_t proto, int32_t line, const struct vm_var *vars, int nvars,
+		   const char *note)
+{
+	struct dump_vars *dv = arg;
+	(void)line;
+	if (dv->n == dv->cap) {
+		int nc = dv->cap ? 2 * dv->cap : 16;
+		struct dump_frame_vars *q = realloc(dv->f, (size_t)nc * sizeof *q);
+		if (!q)
+			return;
+		dv->f = q;
+		dv->cap = nc;
+	}
+	struct dump_frame_vars *e = &dv->f[dv->n];
+	memset(e, 0, sizeof *e);
+	e->proto = proto;
+	e->note = note ? strdup(note) : NULL;
+	e->vars = nvars > 0 ? calloc((size_t)nvars, sizeof *e->vars) : NULL;
+	for (int i = 0; e->vars && i < nvars; i++) {
+		e->vars[i] = vars[i];
+		e->vars[i].value = strdup(vars[i].value ? vars[i].value : "");
+		if (!e->vars[i].value)
+			break;
+		e->nvars = i + 1;
+	}
+	dv->n++;
+}
+
+void dump_vars_clear(struct dump_vars *dv)
+{
+	for (int i = 0; i < dv->n; i++) {
+		for (int k = 0; k < dv->f[i].nvars; k++)
+			free((char *)dv->f[i].vars[k].value);
+		free(dv->f[i].vars);
+		free(dv->f[i].note);
+	}
+	dv->n = 0;
+}
+
+/* The entry of DV for Lua frame FR: the first unused one of its
+ * prototype at or after *CUR (then from the start), or NULL. */
+static struct dump_frame_vars *vars_for(struct dump_vars *dv, const struct frame *fr, int *cur)
+{
+	if (!dv || fr->kind != FRAME_LUA || !fr->addr)
+		return NULL;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = pass ? 0 : *cur; i < dv->n; i++)
+			if (!dv->f[i].used && dv->f[i].proto == fr->addr) {
+				dv->f[i].used = 1;
+				*cur = i + 1;
+				return &dv->f[i];
+			}
+	return NULL;
+}
+
 void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
 			  const struct stack *st, const char *vmstate, const char *error,
-			  int native_cut)
+			  int native_cut, struct dump_vars *dv)
 {
+	int cur = 0;
 	fprintf(f, "Thread %d \"%s\" (%s)", (int)tid, name, dump_state_name(state));
 	if (vmstate)
 		fprintf(f, " [%s]", vmstate);
@@ -41,13 +98,19 @@ void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
 		if (fr->trace > 0)
 			fprintf(f, " [JIT trace %d]", fr->trace);
 		fputc('\n', f);
+		struct dump_frame_vars *v = vars_for(dv, fr, &cur);
+		if (v)
+			out_dump_vars_text(f, v->vars, v->nvars, v->note);
+		else if (dv && fr->kind == FRAME_LUA)
+			fputs("        (no locals: frame not matched to the walk)\n", f);
 	}
 }
 
 void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 			  const struct stack *st, const char *vm, const char *vmstate,
-			  const char *error, int native_cut)
+			  const char *error, int native_cut, struct dump_vars *dv)
 {
+	int cur = 0;
 	fprintf(f, "{\"tid\":%d,\"name\":", (int)tid);
 	out_put_json(f, name);
 	fputs(",\"state\":", f);
@@ -90,7 +153,48 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 			fprintf(f, ",\"firstline\":%d", fr->firstline);
 		if (fr->trace > 0)
 			fprintf(f, ",\"trace\":%d", fr->trace);
+		struct dump_frame_vars *v = vars_for(dv, fr, &cur);
+		if (v)
+			out_dump_vars_json(f, v->vars, v->nvars, v->note);
+		else if (dv && fr->kind == FRAME_LUA)
+			out_dump_vars_json(f, NULL, 0, "no locals: frame not matched to the walk");
 		fputc('}', f);
 	}
 	fputs("]}", f);
+}
+
+/* ---- dump --locals ---- */
+
+void out_dump_vars_text(FILE *f, const struct vm_var *vars, int nvars, const char *note)
+{
+	if (note)
+		fprintf(f, "        (%s)\n", note);
+	for (int i = 0; i < nvars; i++)
+		fprintf(f, "        %s %s = %s\n", vars[i].upvalue ? "upvalue" : "local",
+			vars[i].name ? vars[i].name : "?", vars[i].value);
+}
+
+void out_dump_vars_json(FILE *f, const struct vm_var *vars, int nvars, const char *note)
+{
+	for (int up = 0; up < 2; up++) {
+		fputs(up ? ",\"upvalues\":[" : ",\"locals\":[", f);
+		int k = 0;
+		for (int i = 0; i < nvars; i++) {
+			if (vars[i].upvalue != up)
+				continue;
+			fputs(k++ ? ",{\"name\":" : "{\"name\":", f);
+			if (vars[i].name)
+				out_put_json(f, vars[i].name);
+			else
+				fputs("null", f);
+			fputs(",\"value\":", f);
+			out_put_json(f, vars[i].value);
+			fputc('}', f);
+		}
+		fputc(']', f);
+	}
+	if (note) {
+		fputs(",\"locals_note\":", f);
+		out_put_json(f, note);
+	}
 }

@@ -148,5 +148,6 @@ const struct vm_ops vm_puc_ops = {
 	.discover = puc_discover,
 	.describe = puc_describe,
 	.coroutines = puc_coroutines,
+	.locals = puc_locals,
 	.close = puc_close,
 };
