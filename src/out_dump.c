@@ -58,6 +58,10 @@ void dump_vars_clear(struct dump_vars *dv)
 	dv->n = 0;
 }
 
+/* A frame running on a JIT trace keeps some values in registers: the
+ * stack slots read are the last ones written there. */
+static const char trace_note[] = "on a JIT trace: values as last written to the Lua stack";
+
 /* The entry of DV for Lua frame FR: the first unused one of its
  * prototype at or after *CUR (then from the start), or NULL. */
 static struct dump_frame_vars *vars_for(struct dump_vars *dv, const struct frame *fr, int *cur)
@@ -100,7 +104,8 @@ void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
 		fputc('\n', f);
 		struct dump_frame_vars *v = vars_for(dv, fr, &cur);
 		if (v)
-			out_dump_vars_text(f, v->vars, v->nvars, v->note);
+			out_dump_vars_text(f, v->vars, v->nvars, v->note ? v->note
+					   : fr->trace > 0 ? trace_note : NULL);
 		else if (dv && fr->kind == FRAME_LUA)
 			fputs("        (no locals: frame not matched to the walk)\n", f);
 	}
@@ -155,7 +160,8 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 			fprintf(f, ",\"trace\":%d", fr->trace);
 		struct dump_frame_vars *v = vars_for(dv, fr, &cur);
 		if (v)
-			out_dump_vars_json(f, v->vars, v->nvars, v->note);
+			out_dump_vars_json(f, v->vars, v->nvars, v->note ? v->note
+					   : fr->trace > 0 ? trace_note : NULL);
 		else if (dv && fr->kind == FRAME_LUA)
 			out_dump_vars_json(f, NULL, 0, "no locals: frame not matched to the walk");
 		fputc('}', f);
