@@ -48,8 +48,9 @@ static const struct cli_option {
 } options[] = {
 	{ "pid", 'p', 'p', "PID", R | T | D, GRP_TARGET,
 	  "attach to the running process PID" },
-	{ "subprocesses", 's', 's', NULL, R | T, GRP_TARGET,
-	  "also profile child processes (one root frame each)" },
+	{ "subprocesses", 's', 's', NULL, R | T | D, GRP_TARGET,
+	  "also child processes: a root frame each (record, top),\n"
+	  "a block each (dump)" },
 	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D, GRP_TARGET,
 	  "wait this long for a Lua runtime to appear (default 5)" },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,

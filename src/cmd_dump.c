@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "err.h"
 #include "msg.h"
@@ -167,18 +168,56 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 		msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
 }
 
-int cmd_dump(struct cli_opts *o)
+/* -s: one line for a process that is not dumped (PID, its command line
+ * when readable, E and WHY): text "Process PID: CMD" then
+ * "    <not dumped: ...>", JSON {"pid":..,"cmdline":..,"error":..,"reason":..}. */
+static void dump_skipped(FILE *f, const struct cli_opts *o, pid_t pid, int e, const char *why)
+{
+	char cmd[512] = "";
+	proc_cmdline(pid, cmd, sizeof cmd);
+	if (o->json) {
+		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)pid);
+		out_put_json(f, cmd);
+		fputs(",\"error\":", f);
+		out_put_json(f, err_text(e));
+		if (why && *why) {
+			fputs(",\"reason\":", f);
+			out_put_json(f, why);
+		}
+		fputc('}', f);
+	} else {
+		fprintf(f, "Process %d: %s\n    <not dumped: %s%s%s>\n", (int)pid, cmd, err_text(e),
+			why && *why ? ": " : "", why && *why ? why : "");
+	}
+}
+
+/* Dump process PID. SUB (-s): a process without Lua, or one that can't
+ * be opened, gets one line (dump_skipped) and no stacks; errors are not
+ * printed to stderr but returned. Returns 0, or -LS_E_* (SUB: the
+ * process was listed as not dumped), or (not SUB) an exit status > 0
+ * after the message. */
+static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 {
 	struct target *t;
 	int vmrc;
-	char why[512];
-	int rc = target_open(o->pid, !o->native_only, &t, &vmrc, why, sizeof why);
+	char why[512] = "";
+	int rc = target_open(pid, !o->native_only, &t, &vmrc, why, sizeof why);
+	if (rc < 0 && sub) {
+		dump_skipped(stdout, o, pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc, NULL);
+		return rc;
+	}
 	if (rc < 0)
-		return msg_err_pid(o->pid, rc);
+		return msg_err_pid(pid, rc);
+	if (sub && vmrc < 0 && !o->native_only) {
+		dump_skipped(stdout, o, pid, vmrc == -LS_E_UNSUPPORTED ? vmrc : -LS_E_NOTLUA,
+			     vmrc == -LS_E_UNSUPPORTED ? why : NULL);
+		target_close(t);
+		return vmrc == -LS_E_UNSUPPORTED ? vmrc : -LS_E_NOTLUA;
+	}
 	if (vmrc == -LS_E_UNSUPPORTED)
-		msg_error("pid %d: unsupported runtime: %s; showing native stacks only", (int)o->pid, why);
+		msg_error("pid %d: unsupported runtime: %s; showing native stacks only", (int)pid, why);
 	else if (vmrc < 0)
-		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)o->pid);
+		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)pid);
 
 	struct sampler_opts so;
 	sampler_opts_default(&so);
@@ -190,10 +229,10 @@ int cmd_dump(struct cli_opts *o)
 
 	struct proc_thread *th;
 	int nth;
-	rc = proc_threads(o->pid, &th, &nth);
+	rc = proc_threads(pid, &th, &nth);
 	if (rc < 0) {
 		target_close(t);
-		return msg_err_pid(o->pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
+		return msg_err_pid(pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
 	}
 	const char *desc = t->vm && t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
 	char vmjson[600] = "";
@@ -208,7 +247,7 @@ int cmd_dump(struct cli_opts *o)
 	}
 	FILE *f = stdout;
 	if (o->json) {
-		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)o->pid);
+		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)pid);
 		out_put_json(f, t->cmdline);
 		if (desc) {
 			fputs(",\"vm\":", f);
@@ -216,7 +255,7 @@ int cmd_dump(struct cli_opts *o)
 		}
 		fputs(",\"threads\":[", f);
 	} else {
-		fprintf(f, "Process %d: %s\n", (int)o->pid, t->cmdline);
+		fprintf(f, "Process %d: %s\n", (int)pid, t->cmdline);
 		if (desc)
 			fprintf(f, "Runtime: %s\n", desc);
 	}
@@ -238,12 +277,12 @@ int cmd_dump(struct cli_opts *o)
 	if (dump_hold_alloc(&h, nth, hold) < 0) {
 		free(th);
 		target_close(t);
-		return msg_err_pid(o->pid, -LS_E_NOMEM);
+		return msg_err_pid(pid, -LS_E_NOMEM);
 	}
 	char *states = h.states;
 	int *stoprc = h.stoprc;
 	for (int i = 0; i < nth; i++) {
-		states[i] = proc_thread_state(o->pid, th[i].tid);
+		states[i] = proc_thread_state(pid, th[i].tid);
 		if (hold && states[i] != '?')
 			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &h.stops[i]);
 	}
@@ -280,7 +319,7 @@ int cmd_dump(struct cli_opts *o)
 		if (locals && rc == 0 && info.lua_frames > 0) {
 			int lr = t->vm_ops->locals(t->vm, t, &ts, o->locals_length, dump_vars_add, &dv);
 			if (lr < 0)
-				msg_debug(1, "pid %d: tid %d: locals: %s", (int)o->pid, (int)th[i].tid,
+				msg_debug(1, "pid %d: tid %d: locals: %s", (int)pid, (int)th[i].tid,
 					  err_text(lr));
 		}
 		const char *err = rc < 0 ? err_text(rc) : NULL;
@@ -317,7 +356,84 @@ int cmd_dump(struct cli_opts *o)
 	dump_hold_free(&h);
 	free(th);
 	target_close(t);
+	if (shown == 0 && sub)
+		return -LS_E_EXITED;
 	if (shown == 0)
-		return msg_err_pid(o->pid, -LS_E_EXITED);
+		return msg_err_pid(pid, -LS_E_EXITED);
 	return 0;
+}
+
+#define DUMP_MAX_PROCS 4096  /* processes dump -s lists; past it, it says so */
+
+/* -s: PID and its descendants, parents before children (breadth first,
+ * luaspy itself left out), into *OUT (the caller frees it). Returns the
+ * count; *CUT is set when DUMP_MAX_PROCS stopped the list. */
+static int dump_tree(pid_t pid, pid_t **out, int *cut)
+{
+	pid_t *list = malloc(DUMP_MAX_PROCS * sizeof *list), *kids = NULL;
+	size_t capkids = 0;
+	int n = 0;
+	*cut = 0;
+	if (!list)
+		return -LS_E_NOMEM;
+	list[n++] = pid;
+	for (int i = 0; i < n; i++) {
+		int k = proc_children(list[i], &kids, &capkids);
+		for (int j = 0; j < k; j++) {
+			int seen = kids[j] == getpid();
+			for (int m = 0; m < n && !seen; m++)
+				seen = list[m] == kids[j];
+			if (seen)
+				continue;
+			if (n == DUMP_MAX_PROCS) {
+				*cut = 1;
+				break;
+			}
+			list[n++] = kids[j];
+		}
+	}
+	free(kids);
+	*out = list;
+	return n;
+}
+
+int cmd_dump(struct cli_opts *o)
+{
+	if (!o->subprocesses)
+		return dump_pid(o, o->pid, 0);
+	if (!proc_alive(o->pid))
+		return msg_err_pid(o->pid, -LS_E_NOPID);
+	pid_t *list;
+	int cut;
+	int n = dump_tree(o->pid, &list, &cut);
+	if (n < 0)
+		return msg_err_pid(o->pid, n);
+	FILE *f = stdout;
+	if (o->json)
+		fputs("{\"processes\":[", f);
+	int lua = 0, first_rc = 0;
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputs(o->json ? "," : "\n", f);
+		fflush(f);
+		int rc = dump_pid(o, list[i], 1);
+		if (rc == 0)
+			lua++;
+		if (i == 0)
+			first_rc = rc;
+	}
+	if (o->json) {
+		fputc(']', f);
+		if (cut)
+			fprintf(f, ",\"processes_cut\":\"more than %d processes\"", DUMP_MAX_PROCS);
+		fputs("}\n", f);
+	} else if (cut) {
+		fprintf(f, "\n<process list cut: more than %d processes>\n", DUMP_MAX_PROCS);
+	}
+	fflush(f);
+	free(list);
+	if (lua > 0)
+		return 0;
+	/* nothing dumped: the root's reason, as without -s */
+	return msg_err_pid(o->pid, first_rc < 0 && first_rc != -LS_E_EXITED ? first_rc : -LS_E_NOTLUA);
 }
