@@ -13,22 +13,65 @@
 
 #define DUMP_RETRIES 3
 
+/* Names of Lua functions by prototype, from the variables that hold
+ * them in the threads' frames (vm_var.func_proto): a coroutine's body
+ * function is named by them. */
+#define DUMP_MAX_NAMES 4096
+struct body_names {
+	struct { uint64_t proto; const char *name; } *e;
+	int n;
+};
+
+/* Add the functions held by named variables of DV to BN (first name wins). */
+static void body_names_add(struct body_names *bn, const struct dump_vars *dv)
+{
+	for (int i = 0; i < dv->n; i++)
+		for (int k = 0; k < dv->f[i].nvars; k++) {
+			const struct vm_var *v = &dv->f[i].vars[k];
+			if (!v->func_proto || !v->name || v->name[0] == '(')
+				continue;
+			int seen = 0;
+			for (int j = 0; j < bn->n && !seen; j++)
+				seen = bn->e[j].proto == v->func_proto;
+			if (seen || bn->n >= DUMP_MAX_NAMES)
+				continue;
+			if (!bn->e && !(bn->e = calloc(DUMP_MAX_NAMES, sizeof *bn->e)))
+				return;
+			bn->e[bn->n].proto = v->func_proto;
+			bn->e[bn->n++].name = v->name;
+		}
+}
+
+static const char *body_name(const struct body_names *bn, uint64_t proto)
+{
+	for (int j = 0; bn && proto && j < bn->n; j++)
+		if (bn->e[j].proto == proto)
+			return bn->e[j].name;
+	return NULL;
+}
+
 struct coro_arg {
 	FILE *f;
 	int json;
 	int count;
+	const struct body_names *names;
 };
 
 /* The body function of a coroutine: its outermost Lua frame, as
- * "worker (w.lua:2)" (the line it is defined on), into BUF; NULL when
- * the stack has no Lua frame. */
-static const char *coroutine_body(const struct stack *st, char *buf, size_t len)
+ * "worker (w.lua:2)" (the line it is defined on), named by a variable
+ * that holds it (BN), else by the frame ("function <w.lua:2>"), into
+ * BUF; NULL when the stack has no Lua frame. */
+static const char *coroutine_body(const struct stack *st, const struct body_names *bn, char *buf,
+				  size_t len)
 {
 	for (int i = st->n - 1; i >= 0; i--) {
 		const struct frame *fr = &st->f[i];
 		if (fr->kind != FRAME_LUA)
 			continue;
-		if (fr->firstline > 0 && fr->file)
+		const char *nm = body_name(bn, fr->addr);
+		if (nm && fr->firstline > 0 && fr->file)
+			snprintf(buf, len, "%s (%s:%d)", nm, fr->file, (int)fr->firstline);
+		else if (fr->firstline > 0 && fr->file && strncmp(fr->name, "function <", 10) != 0)
 			snprintf(buf, len, "%s (%s:%d)", fr->name, fr->file, (int)fr->firstline);
 		else
 			frame_label(fr, buf, len, 0);
@@ -45,7 +88,7 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 {
 	struct coro_arg *ca = arg;
 	char buf[1024], body[512];
-	const char *bname = coroutine_body(st, body, sizeof body);
+	const char *bname = coroutine_body(st, ca->names, body, sizeof body);
 	if (ca->json) {
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
@@ -146,9 +189,10 @@ static void dump_release(struct dump_hold *h, int nth)
 
 /* --all-coroutines: list the coroutines of T while the threads are held
  * (H), say where a bound cut the list. */
-static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h)
+static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
+			    const struct body_names *bn)
 {
-	struct coro_arg ca = { f, o->json, 0 };
+	struct coro_arg ca = { f, o->json, 0, bn };
 	if (o->json)
 		fputs(",\"coroutines\":[", f);
 	else
@@ -272,7 +316,11 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 	 * every thread is held the same way */
 	int locals = o->locals && t->vm && t->vm_ops->locals;
 	int hold = coros || locals;
+	/* the variables are read for --all-coroutines too: they name the
+	 * coroutines' body functions */
+	int vars = (locals || coros) && t->vm_ops->locals;
 	struct dump_vars dv = { 0 };
+	struct body_names bn = { 0 };
 	struct dump_hold h;
 	if (dump_hold_alloc(&h, nth, hold) < 0) {
 		free(th);
@@ -293,7 +341,7 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 			continue; /* gone since listing */
 		struct sampler_opts sh = so;
 		sh.held = hold && stoprc[i] == 0;
-		ts.want_vars = locals;
+		ts.want_vars = vars;
 		memset(&info, 0, sizeof info);
 		stack_clear(&st);
 		rc = hold ? stoprc[i] : 0;
@@ -316,11 +364,13 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 		if (rc == -LS_E_GONE)
 			continue;
 		dump_vars_clear(&dv);
-		if (locals && rc == 0 && info.lua_frames > 0) {
+		if (vars && rc == 0 && info.lua_frames > 0) {
 			int lr = t->vm_ops->locals(t->vm, t, &ts, o->locals_length, dump_vars_add, &dv);
 			if (lr < 0)
 				msg_debug(1, "pid %d: tid %d: locals: %s", (int)pid, (int)th[i].tid,
 					  err_text(lr));
+			if (coros)
+				body_names_add(&bn, &dv);
 		}
 		const char *err = rc < 0 ? err_text(rc) : NULL;
 		if (rc < 0)
@@ -342,11 +392,12 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 	if (o->json)
 		fputc(']', f);
 	if (coros)
-		dump_coroutines(f, o, t, &h);
+		dump_coroutines(f, o, t, &h, &bn);
 	if (hold)
 		dump_release(&h, nth);
 	dump_vars_clear(&dv);
 	free(dv.f);
+	free(bn.e);
 	if (o->json)
 		fputs("}\n", f);
 	fflush(f);

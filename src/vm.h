@@ -104,6 +104,8 @@ struct vm_var {
 	int upvalue;                    /* 0 local (or vararg, temporary), 1 upvalue */
 	const char *name;               /* "n", "(vararg)", "(temporary)"; NULL: no
 	                                 * debug info (stripped prototype) */
+	uint64_t func_proto;            /* the value is a Lua function: its prototype
+	                                 * (names a coroutine's body), else 0 */
 	const char *value;              /* printable ASCII (vm_value_*() below:
 	                                 * vm_locals_value.c): 42, "a\"b", table: 0x... */
 };

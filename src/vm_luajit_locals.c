@@ -209,7 +209,8 @@ static void table_text(struct ll_ctx *c, uint64_t t, char *out, size_t outlen)
 	snprintf(out, outlen, "table: 0x%llx (%s, %s%s)", (unsigned long long)t, as, hs, mts);
 }
 
-static void func_text(struct ll_ctx *c, uint64_t fn, const char *name, char *out, size_t outlen)
+static void func_text(struct ll_ctx *c, uint64_t fn, const char *name, char *out, size_t outlen,
+		      uint64_t *fproto)
 {
 	uint8_t ffid;
 	if (!lj_is_gct(c->ol, c->m, fn, LJ_GCT_FUNC) || mem_read_u8(c->m, fn + c->ol->fn_ffid, &ffid) < 0) {
@@ -225,6 +226,7 @@ static void func_text(struct ll_ctx *c, uint64_t fn, const char *name, char *out
 		}
 		uint64_t pt = pc - c->ol->pt_size;
 		char src[128] = "?";
+		*fproto = pt;
 		uint32_t cl;
 		if (lj_is_gct(c->ol, c->m, pt, LJ_GCT_PROTO) &&
 		    rdref(c, pt + c->ol->pt_chunkname, &chunk) == 0 &&
@@ -254,7 +256,8 @@ static void func_text(struct ll_ctx *c, uint64_t fn, const char *name, char *out
 		snprintf(out, outlen, "function: C 0x%llx", (unsigned long long)f);
 }
 
-static void value_text(struct ll_ctx *c, uint64_t a, const char *name, char *out, size_t outlen)
+static void value_text(struct ll_ctx *c, uint64_t a, const char *name, char *out, size_t outlen,
+		       uint64_t *fproto)
 {
 	int32_t it;
 	uint64_t gc;
@@ -284,7 +287,7 @@ static void value_text(struct ll_ctx *c, uint64_t a, const char *name, char *out
 		return;
 	}
 	case LT_TAB: table_text(c, gc, out, outlen); return;
-	case LT_FUNC: func_text(c, gc, name, out, outlen); return;
+	case LT_FUNC: func_text(c, gc, name, out, outlen, fproto); return;
 	case LT_THREAD: snprintf(out, outlen, "thread: 0x%llx", (unsigned long long)gc); return;
 	case LT_CDATA: snprintf(out, outlen, "cdata: 0x%llx", (unsigned long long)gc); return;
 	case LT_UDATA: {
@@ -314,9 +317,11 @@ static void add_var(struct ll_ctx *c, int up, const char *name, uint64_t a)
 	char *buf = malloc(LL_VALUE_BYTES);
 	if (!buf)
 		return;
-	value_text(c, a, name, buf, LL_VALUE_BYTES);
+	uint64_t fp = 0;
+	value_text(c, a, name, buf, LL_VALUE_BYTES, &fp);
 	c->text[c->n] = buf;
-	c->vars[c->n++] = (struct vm_var){ .upvalue = up, .name = name, .value = buf };
+	c->vars[c->n++] = (struct vm_var){ .upvalue = up, .name = name, .value = buf,
+					   .func_proto = fp };
 }
 
 static void add_fixed(struct ll_ctx *c, int up, const char *name, const char *value)

@@ -138,7 +138,8 @@ static void table_text(struct pl_ctx *c, uint64_t t, char *out, size_t outlen)
 
 /* The text of the TValue at A (NAME: the variable holding it, for a
  * function's label) into OUT. */
-static void value_text(struct pl_ctx *c, uint64_t a, const char *name, char *out, size_t outlen)
+static void value_text(struct pl_ctx *c, uint64_t a, const char *name, char *out, size_t outlen,
+		       uint64_t *fproto)
 {
 	const struct puc_layout *lay = c->lay;
 	int minor = lay->minor;
@@ -216,6 +217,8 @@ static void value_text(struct pl_ctx *c, uint64_t a, const char *name, char *out
 			return;
 		}
 		struct puc_proto *p = puc_proto_get(c->vm, c->m, g64(cl, lay->lcl_p));
+		if (p)
+			*fproto = p->addr;
 		if (!p)
 			snprintf(out, outlen, "function: 0x%llx", (unsigned long long)v);
 		else if (p->linedefined == 0)
@@ -252,9 +255,10 @@ static void add_var(struct pl_ctx *c, int up, const char *name, uint64_t a)
 	char *buf = malloc(PL_VALUE_BYTES);
 	if (!buf)
 		return;
-	value_text(c, a, name, buf, PL_VALUE_BYTES);
+	uint64_t fp = 0;
+	value_text(c, a, name, buf, PL_VALUE_BYTES, &fp);
 	c->text[c->n] = buf;
-	c->vars[c->n] = (struct vm_var){ .upvalue = up, .name = name, .value = buf };
+	c->vars[c->n] = (struct vm_var){ .upvalue = up, .name = name, .value = buf, .func_proto = fp };
 	c->n++;
 }
 
@@ -367,7 +371,8 @@ static int one_frame(struct pl_ctx *c, const struct puc_raw *r, const struct puc
 			    !ptr_ok(v)) {
 				if (c->n < PL_MAX_VARS) {
 					c->text[c->n] = NULL;
-					c->vars[c->n++] = (struct vm_var){ 1, nm, "<unreadable>" };
+					c->vars[c->n++] = (struct vm_var){ .upvalue = 1, .name = nm,
+									   .value = "<unreadable>" };
 				}
 				continue;
 			}
