@@ -23,9 +23,8 @@
 #define PL_VALUE_BYTES 512     /* bytes of one value's text */
 
 /* What the walker's layout rows (vm_puc_layout.c) do not hold, per minor
- * version: offsets from each release's lobject.h/lstate.h on x86_64
- * (docs/puc-lua.md §3 for numparams, LClosure.upvals; the rest typed from
- * the release headers: Udata.metatable, UpVal.v, CallInfo.u.l.nextraargs). */
+ * version: offsets from each release's lobject.h/lstate.h on x86_64, the
+ * table of docs/locals.md §2. */
 static const struct puc_locals_row {
 	int numparams, is_vararg;   /* Proto (u8 each) */
 	int lcl_upvals;             /* LClosure.upvals[0] (UpVal *) */
