@@ -236,7 +236,10 @@ static void func_text(struct ll_ctx *c, uint64_t fn, const char *name, char *out
 				lj_shortsrc(src, sizeof src, s, strlen(s));
 			free(s);
 		}
-		if (first == 0)
+		uint64_t li = 0;
+		if (first == 0 && rdmref(c, pt + c->ol->pt_lineinfo, &li) == 0 && !li)
+			snprintf(out, outlen, "function <stripped> (%s)", src);
+		else if (first == 0)
 			snprintf(out, outlen, "function main chunk (%s)", src);
 		else
 			snprintf(out, outlen, "function %s (%s:%d)", name ? name : "?", src, (int)first);
