@@ -1806,8 +1806,9 @@ static int append_segment(struct wctx *w, int i, const struct frame *fb, int n)
 	int rc = lua_walk_segment(w->lw, i, 1);
 	for (int j = 0; j < n && rc == 0; j++)
 		rc = lua_walk_push(w->lw, &fb[j]);
+	/* dump --locals: out of memory there loses the values, not the walk */
 	if (rc == 0 && n > 0 && w->fb.lf && fb == w->fb.f)
-		rc = lj_lframes_keep(w->c.vm, w->ts->tid, w->fb.lf, n);
+		lj_lframes_keep(w->c.vm, w->ts->tid, w->fb.lf, n);
 	w->nsegs++;
 	w->nf += n;
 	return rc;

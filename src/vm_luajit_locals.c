@@ -440,11 +440,16 @@ static void one_frame(struct ll_ctx *c, const struct lj_lframe *f, const struct 
 		for (uint64_t a = first, k = 0; a < top && k < 256; a += 8, k++)
 			add_var(c, 0, "(*vararg)", a);
 	}
-	/* temporaries above the named locals, up to the inner frame */
-	if (pos >= 0 && inner && inner->slot > f->slot) {
-		uint64_t limit = inner->slot - 8u * (uint64_t)fr2;
-		if (inner->vdelta && inner->vdelta < inner->slot)
-			limit = inner->slot - inner->vdelta - 8u * (uint64_t)fr2;
+	/* temporaries above the named locals, up to the inner frame, or the
+	 * frame's whole register window for the innermost one (as L->top is
+	 * while the interpreter runs it) */
+	if (pos >= 0) {
+		uint64_t limit = base + 8u * framesize;
+		if (inner && inner->slot > f->slot) {
+			limit = inner->slot - 8u * (uint64_t)fr2;
+			if (inner->vdelta && inner->vdelta < inner->slot)
+				limit = inner->slot - inner->vdelta - 8u * (uint64_t)fr2;
+		}
 		if (limit > base + 8u * framesize)
 			limit = base + 8u * framesize;
 		int64_t slots = limit > base ? (int64_t)((limit - base) / 8) : 0, i;

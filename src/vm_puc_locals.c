@@ -19,6 +19,7 @@
 #define PL_MAX_VARS    512     /* variables shown per frame (locals + upvalues) */
 #define PL_MAX_TEMPS   16      /* temporaries shown per frame; the rest counted */
 #define PL_MAX_NODES   1024    /* hash nodes read to count a table's entries */
+#define PL_MAX_ARRAY   4096    /* array slots read to count a table's entries */
 #define PL_MT_NODES    256     /* metatable nodes searched for __name */
 #define PL_VALUE_BYTES 512     /* bytes of one value's text */
 
@@ -106,6 +107,30 @@ static void table_text(struct pl_ctx *c, uint64_t t, char *out, size_t outlen)
 		return;
 	}
 	uint32_t asize = g32(th, lay->t_sizearray);
+	/* 5.4: with BITRAS (flags bit 7) set, alimit is not the array's real
+	 * size: that is the next power of 2 (ltable.c luaH_realasize) */
+	if (lay->minor == 4 && (th[10] & 0x80) && asize && (asize & (asize - 1)) && asize < (1u << 31)) {
+		uint32_t p2 = 1;
+		while (p2 < asize)
+			p2 <<= 1;
+		asize = p2;
+	}
+	uint64_t arr = g64(th, lay->t_array);
+	char arrs[48];
+	snprintf(arrs, sizeof arrs, "array slots %u", asize);
+	if (asize == 0) {
+		snprintf(arrs, sizeof arrs, "array 0");
+	} else if (asize <= PL_MAX_ARRAY && ptr_ok(arr)) {
+		uint8_t *ab = malloc((size_t)asize * 16);
+		if (ab && mem_read(c->m, arr, ab, (size_t)asize * 16) == 0) {
+			int used = 0;
+			for (uint32_t i = 0; i < asize; i++)
+				if ((tv_tag(lay, ab + 16 * (size_t)i) & 0x0f) != 0)
+					used++;
+			snprintf(arrs, sizeof arrs, "array %d", used);
+		}
+		free(ab);
+	}
 	int lsize = th[lay->t_lsizenode];
 	uint64_t node = g64(th, lay->t_node), mt = g64(th, lay->t_metatable);
 	char hash[48] = "hash ?";
@@ -131,8 +156,7 @@ static void table_text(struct pl_ctx *c, uint64_t t, char *out, size_t outlen)
 		else
 			snprintf(mts, sizeof mts, ", metatable 0x%llx", (unsigned long long)mt);
 	}
-	snprintf(out, outlen, "table: 0x%llx (array %u, %s%s)", (unsigned long long)t, asize, hash,
-		 mts);
+	snprintf(out, outlen, "table: 0x%llx (%s, %s%s)", (unsigned long long)t, arrs, hash, mts);
 }
 
 /* The text of the TValue at A (NAME: the variable holding it, for a
