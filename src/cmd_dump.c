@@ -55,6 +55,9 @@ struct coro_arg {
 	int json;
 	int count;
 	const struct body_names *names;
+	struct target *t;
+	size_t locals_length;
+	struct dump_vars *dv;      /* --locals: each coroutine's variables, else NULL */
 };
 
 /* The body function of a coroutine: its outermost Lua frame, as
@@ -89,6 +92,11 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 	struct coro_arg *ca = arg;
 	char buf[1024], body[512];
 	const char *bname = coroutine_body(st, ca->names, body, sizeof body);
+	int cur = 0;
+	if (ca->dv) {
+		dump_vars_clear(ca->dv);
+		ca->t->vm_ops->locals(ca->t->vm, ca->t, NULL, ca->locals_length, dump_vars_add, ca->dv);
+	}
 	if (ca->json) {
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
@@ -117,6 +125,7 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 				fprintf(ca->f, ",\"line\":%d", st->f[i].line);
 			if (st->f[i].trace > 0)
 				fprintf(ca->f, ",\"trace\":%d", st->f[i].trace);
+			out_dump_frame_vars(ca->f, 1, ca->dv, &st->f[i], &cur);
 			fputc('}', ca->f);
 		}
 		fputs("]}", ca->f);
@@ -136,6 +145,7 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 			if (st->f[i].trace > 0)
 				fprintf(ca->f, " [JIT trace %d]", st->f[i].trace);
 			fputc('\n', ca->f);
+			out_dump_frame_vars(ca->f, 0, ca->dv, &st->f[i], &cur);
 		}
 	}
 	ca->count++;
@@ -192,7 +202,9 @@ static void dump_release(struct dump_hold *h, int nth)
 static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
 			    const struct body_names *bn)
 {
-	struct coro_arg ca = { f, o->json, 0, bn };
+	struct dump_vars dv = { 0 };
+	struct coro_arg ca = { f, o->json, 0, bn, t, o->locals_length,
+			       o->locals && t->vm_ops->locals ? &dv : NULL };
 	if (o->json)
 		fputs(",\"coroutines\":[", f);
 	else
@@ -208,6 +220,8 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 	} else if (n >= 0 && cut) {
 		fprintf(f, "<coroutine list cut: %s>\n", cut);
 	}
+	dump_vars_clear(&dv);
+	free(dv.f);
 	if (n < 0)
 		msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
 }

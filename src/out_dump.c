@@ -62,9 +62,23 @@ void dump_vars_clear(struct dump_vars *dv)
  * stack slots read are the last ones written there. */
 static const char trace_note[] = "on a JIT trace: values as last written to the Lua stack";
 
+void out_dump_frame_vars(FILE *f, int json, struct dump_vars *dv, const struct frame *fr, int *cur)
+{
+	struct dump_frame_vars *v = dump_vars_for(dv, fr, cur);
+	const char *note = v ? (v->note ? v->note : fr->trace > 0 ? trace_note : NULL) : NULL;
+	if (!v && (!dv || fr->kind != FRAME_LUA))
+		return;
+	if (!v)
+		note = "no locals: frame not matched to the walk";
+	if (json)
+		out_dump_vars_json(f, v ? v->vars : NULL, v ? v->nvars : 0, note);
+	else
+		out_dump_vars_text(f, v ? v->vars : NULL, v ? v->nvars : 0, note);
+}
+
 /* The entry of DV for Lua frame FR: the first unused one of its
  * prototype at or after *CUR (then from the start), or NULL. */
-static struct dump_frame_vars *vars_for(struct dump_vars *dv, const struct frame *fr, int *cur)
+struct dump_frame_vars *dump_vars_for(struct dump_vars *dv, const struct frame *fr, int *cur)
 {
 	if (!dv || fr->kind != FRAME_LUA || !fr->addr)
 		return NULL;
@@ -102,12 +116,7 @@ void out_dump_thread_text(FILE *f, pid_t tid, const char *name, char state,
 		if (fr->trace > 0)
 			fprintf(f, " [JIT trace %d]", fr->trace);
 		fputc('\n', f);
-		struct dump_frame_vars *v = vars_for(dv, fr, &cur);
-		if (v)
-			out_dump_vars_text(f, v->vars, v->nvars, v->note ? v->note
-					   : fr->trace > 0 ? trace_note : NULL);
-		else if (dv && fr->kind == FRAME_LUA)
-			fputs("        (no locals: frame not matched to the walk)\n", f);
+		out_dump_frame_vars(f, 0, dv, fr, &cur);
 	}
 }
 
@@ -158,12 +167,7 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 			fprintf(f, ",\"firstline\":%d", fr->firstline);
 		if (fr->trace > 0)
 			fprintf(f, ",\"trace\":%d", fr->trace);
-		struct dump_frame_vars *v = vars_for(dv, fr, &cur);
-		if (v)
-			out_dump_vars_json(f, v->vars, v->nvars, v->note ? v->note
-					   : fr->trace > 0 ? trace_note : NULL);
-		else if (dv && fr->kind == FRAME_LUA)
-			out_dump_vars_json(f, NULL, 0, "no locals: frame not matched to the walk");
+		out_dump_frame_vars(f, 1, dv, fr, &cur);
 		fputc('}', f);
 	}
 	fputs("]}", f);

@@ -29,6 +29,14 @@ struct dump_vars {
  * (a struct dump_vars). */
 void dump_vars_add(void *arg, uint64_t proto, int32_t line, const struct vm_var *vars, int nvars,
 		   const char *note);
+/* The entry of DV for Lua frame FR: the first unused one of its
+ * prototype at or after *CUR (then from the start; *CUR = 0 for a new
+ * stack), marked used; NULL when none (or FR is not a Lua frame). */
+struct dump_frame_vars *dump_vars_for(struct dump_vars *dv, const struct frame *fr, int *cur);
+/* Print FR's variables from DV (NULL: nothing), text lines or JSON
+ * members, as the thread outputs do; a Lua frame without an entry says
+ * so. */
+void out_dump_frame_vars(FILE *f, int json, struct dump_vars *dv, const struct frame *fr, int *cur);
 /* Free what DV holds; DV is empty and reusable after. */
 void dump_vars_clear(struct dump_vars *dv);
 

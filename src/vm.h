@@ -180,7 +180,9 @@ struct vm_ops {
 	 * last walk() of TS, which ran with TS->want_vars set: calls FN once
 	 * per Lua frame, innermost first. Call it while TS's thread is still
 	 * stopped (the values are read now, through TS->mem) and before any
-	 * other capture or walk. Strings are cut at STR_MAX_BYTES bytes (the
+	 * other capture or walk. TS NULL: from inside a vm_coroutine_fn
+	 * callback, the frames of the coroutine it reports (read live: call
+	 * it while the threads are held). Strings are cut at STR_MAX_BYTES bytes (the
 	 * cut is shown), every read is bounded and validated. Names from the
 	 * prototype's debug info (PUC: locvars by pc, luaF_getlocalname in
 	 * lfunc.c; LuaJIT: varinfo, debug_varname in lj_debug.c; docs/locals.md).

@@ -758,7 +758,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			out[n] = fr;
 		if (emitted && sw->lf)
 			sw->lf[n] = (struct lj_lframe){ fr.kind == FRAME_LUA ? fr.addr : 0, fn, f,
-							sw->pc, 0 };
+							sw->pc, 0, 0 };
 		/* the vararg pseudo-frame points to the real frame of the same function */
 		if ((link & 7) == FT_VARG) {
 			uint64_t d = (uint64_t)link & ~7ull;
@@ -1807,8 +1807,11 @@ static int append_segment(struct wctx *w, int i, const struct frame *fb, int n)
 	for (int j = 0; j < n && rc == 0; j++)
 		rc = lua_walk_push(w->lw, &fb[j]);
 	/* dump --locals: out of memory there loses the values, not the walk */
-	if (rc == 0 && n > 0 && w->fb.lf && fb == w->fb.f)
+	if (rc == 0 && n > 0 && w->fb.lf && fb == w->fb.f) {
+		for (int j = 0; j < n; j++)
+			w->fb.lf[j].trace = fb[j].trace;
 		lj_lframes_keep(w->c.vm, w->ts->tid, w->fb.lf, n);
+	}
 	w->nsegs++;
 	w->nf += n;
 	return rc;
@@ -2054,7 +2057,7 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 	struct ctx c = ctx_make(vm, t, &t->mem.base);
 	int count = 0;
 	struct stack st = { 0 };
-	struct fbuf fb = { 0 };
+	struct fbuf fb = { .want_lf = 1 };  /* dump --locals of each coroutine */
 	struct lua_walk lw = { 0 };
 	struct native_stack *none = calloc(1, sizeof *none);
 	if (!none)
@@ -2111,6 +2114,12 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 					rc2 = lua_walk_push(&lw, &fb.f[k]);
 				if (rc2 < 0 || merge_stacks(t ? t->sym : NULL, none, &lw, &st) < 0)
 					rc = -LS_E_NOMEM;
+				lj_lframes_keep(vm, LJ_LF_CORO, NULL, 0);
+				if (n > 0 && fb.lf) {
+					for (int k = 0; k < n; k++)
+						fb.lf[k].trace = fb.f[k].trace;
+					lj_lframes_keep(vm, LJ_LF_CORO, fb.lf, n);
+				}
 				if (n > 0 || rc < 0 || o == g - c.l->sizeof_L) {
 					fn(arg, o, intern(sts), &st, rc < 0 ? rc : 0);
 					count++;
@@ -2126,6 +2135,8 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 	stack_free(&st);
 	lua_walk_free(&lw);
 	free(fb.f);
+	free(fb.lf);
+	lj_lframes_keep(vm, -1, NULL, 0);
 	free(none);
 	return count;
 }

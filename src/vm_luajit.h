@@ -168,6 +168,7 @@ struct lj_lframe {
 	uint64_t slot;               /* frame slot (walk_seg's F): base = slot + 8 */
 	uint64_t pc;                 /* bytecode return PC of the frame, 0 unknown */
 	uint64_t vdelta;             /* vararg frame: bytes down to the real frame */
+	int32_t trace;               /* the trace running it (frame.trace), 0 none */
 };
 
 /* What the walker caches between samples: validated protos, call-site
@@ -283,8 +284,10 @@ int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main
 		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max,
 		     uint64_t *noscan);
 
-/* vm_luajit_locals.c: start over (N = 0: forget, keep for TID; -1: none)
- * or append LF[0..N) to VM->cache.lf. 0 or -LS_E_NOMEM. */
+/* vm_luajit_locals.c: start over (LF NULL: forget, keep for TID; -1:
+ * none, LJ_LF_CORO: the coroutine lj_coroutines() reports) or append
+ * LF[0..N) to VM->cache.lf. 0 or -LS_E_NOMEM. */
+#define LJ_LF_CORO (-2)
 int lj_lframes_keep(struct vm *vm, pid_t tid, const struct lj_lframe *lf, int n);
 /* vm_ops.locals (vm.h) for LuaJIT: reads VM->cache.lf of TS's last walk. */
 int lj_locals(struct vm *vm, struct target *t, struct thread_snap *ts, size_t str_max,

@@ -368,10 +368,40 @@ static uint8_t *info_read(struct ll_ctx *c, uint64_t a, uint64_t pt, uint32_t si
 	return b;
 }
 
+/* A frame on trace TN of prototype PT whose pc the walk did not know:
+ * the bytecode position where the trace starts (GCtrace.startpc, when
+ * its startpt is PT; for a loop trace the loop, whose locals are those
+ * of its body), looked up in state G (TS's) or each state found.
+ * Returns the position or -1. */
+static int64_t trace_start_pos(struct ll_ctx *c, const struct thread_snap *ts, uint64_t pt, int tn)
+{
+	const struct lj_snap *s = ts ? (const struct lj_snap *)ts->vm_data : NULL;
+	int ng = c->vm->found.ng;
+	for (int i = -1; i < ng && i < 64; i++) {
+		uint64_t g = i < 0 ? (s && s->have ? s->g : 0) : c->vm->found.g[i];
+		uint64_t arr, T, spt, spc;
+		uint32_t size, sizebc;
+		if (!g || mem_read_u64(c->m, g + c->l->g_jtrace, &arr) < 0 ||
+		    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0 || tn <= 0 ||
+		    (uint32_t)tn >= size || size > 65536 ||
+		    rdref(c, arr + (uint64_t)tn * c->ol->gcref, &T) < 0 || !T ||
+		    !lj_is_gct(c->ol, c->m, T, LJ_GCT_TRACE) ||
+		    rdref(c, T + c->ol->tr_startpt, &spt) < 0 || spt != pt ||
+		    rdmref(c, T + c->ol->tr_startpc, &spc) < 0 ||
+		    mem_read_u32(c->m, pt + c->ol->pt_sizebc, &sizebc) < 0)
+			continue;
+		uint64_t bc = pt + c->ol->pt_size;
+		if (spc < bc || (spc & 3) || (spc - bc) / 4 >= sizebc)
+			continue;
+		return (int64_t)((spc - bc) / 4);
+	}
+	return -1;
+}
+
 /* One Lua frame F; INNER: the frame the walk emitted just inside it on
  * the same stack, or NULL. */
-static void one_frame(struct ll_ctx *c, const struct lj_lframe *f, const struct lj_lframe *inner,
-		      vm_vars_fn *fn, void *arg)
+static void one_frame(struct ll_ctx *c, const struct thread_snap *ts, const struct lj_lframe *f,
+		      const struct lj_lframe *inner, vm_vars_fn *fn, void *arg)
 {
 	const struct lj_objlayout *ol = c->ol;
 	uint64_t pt = f->pt;
@@ -396,6 +426,8 @@ static void one_frame(struct ll_ctx *c, const struct lj_lframe *f, const struct 
 		pos = (int64_t)((f->pc - bc) / 4) - 1;
 	int fr2 = c->gc64;
 	int nactive = 0;
+	if (pos < 0 && f->trace > 0 && (pos = trace_start_pos(c, ts, pt, f->trace)) >= 0)
+		note = "on a JIT trace: pc of the trace's start, values as last written to the Lua stack";
 	if (pos < 0) {
 		note = "pc unknown: locals not shown";
 	} else if (!varinfo) {
@@ -490,13 +522,14 @@ static void one_frame(struct ll_ctx *c, const struct lj_lframe *f, const struct 
 int lj_locals(struct vm *vm, struct target *t, struct thread_snap *ts, size_t str_max,
 	      vm_vars_fn *fn, void *arg)
 {
-	if (vm->cache.lf_tid != ts->tid)
+	/* TS NULL: the frames lj_coroutines() kept for the coroutine it reports */
+	if (vm->cache.lf_tid != (ts ? ts->tid : LJ_LF_CORO))
 		return 0;
 	struct ll_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return -LS_E_NOMEM;
 	c->vm = vm;
-	c->m = ts->mem ? ts->mem : &t->mem.base;
+	c->m = ts && ts->mem ? ts->mem : &t->mem.base;
 	c->ol = vm->ol;
 	c->l = vm->lay;
 	c->gc64 = !!(vm->lay->flags & LJL_GC64);
@@ -511,7 +544,7 @@ int lj_locals(struct vm *vm, struct target *t, struct thread_snap *ts, size_t st
 		const struct lj_lframe *inner = k > 0 && vm->cache.lf[k - 1].slot > f->slot &&
 						vm->cache.lf[k - 1].slot - f->slot < (1u << 20)
 						? &vm->cache.lf[k - 1] : NULL;
-		one_frame(c, f, inner, fn, arg);
+		one_frame(c, ts, f, inner, fn, arg);
 		count++;
 	}
 	free(c);

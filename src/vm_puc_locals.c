@@ -412,13 +412,15 @@ static int one_frame(struct pl_ctx *c, const struct puc_raw *r, const struct puc
 int puc_locals(struct vm *vm, struct target *t, struct thread_snap *ts, size_t str_max,
 	       vm_vars_fn *fn, void *arg)
 {
-	if (vm->raw_tid != ts->tid || vm->lay->minor < 1 || vm->lay->minor > 4)
+	/* TS NULL: puc_coroutines' chain of the coroutine being reported */
+	if ((ts ? vm->raw_tid != ts->tid : vm->raw_tid != -1) || vm->lay->minor < 1 ||
+	    vm->lay->minor > 4)
 		return 0;
 	struct pl_ctx *c = calloc(1, sizeof *c);
 	if (!c)
 		return -LS_E_NOMEM;
 	c->vm = vm;
-	c->m = ts->mem ? ts->mem : &t->mem.base;
+	c->m = ts && ts->mem ? ts->mem : &t->mem.base;
 	c->lay = vm->lay;
 	c->row = &rows[vm->lay->minor];
 	c->str_max = str_max;
