@@ -175,13 +175,25 @@ void out_dump_thread_json(FILE *f, pid_t tid, const char *name, char state,
 
 /* ---- dump --locals ---- */
 
+/* S with control characters as '?': a local's name, a chunk name in a
+ * function's value come from the target and reach a terminal. */
+static void put_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		putc((unsigned char)*s < 32 || *s == 127 ? '?' : *s, f);
+}
+
 void out_dump_vars_text(FILE *f, const struct vm_var *vars, int nvars, const char *note)
 {
 	if (note)
 		fprintf(f, "        (%s)\n", note);
-	for (int i = 0; i < nvars; i++)
-		fprintf(f, "        %s %s = %s\n", vars[i].upvalue ? "upvalue" : "local",
-			vars[i].name ? vars[i].name : "?", vars[i].value);
+	for (int i = 0; i < nvars; i++) {
+		fprintf(f, "        %s ", vars[i].upvalue ? "upvalue" : "local");
+		put_text(f, vars[i].name ? vars[i].name : "?");
+		fputs(" = ", f);
+		put_text(f, vars[i].value);
+		putc('\n', f);
+	}
 }
 
 void out_dump_vars_json(FILE *f, const struct vm_var *vars, int nvars, const char *note)
