@@ -23,6 +23,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from record top" -l nonblocking -d
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l blocking -d 'walk while the thread is stopped'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -s F -l function -d 'aggregate by function'
 complete -c luaspy -n "__fish_seen_subcommand_from record top" -l stats -d 'stop-time statistics'
+complete -c luaspy -n "__fish_seen_subcommand_from record top" -l sampler -x -a 'ptrace perf auto' -d 'how samples are taken'
 # record
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s o -l output -r -F -d 'output file'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s f -l format -x -a 'flamegraph folded speedscope pprof' -d 'output format'

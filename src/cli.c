@@ -20,7 +20,7 @@
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
-	OPT_LOCALS, OPT_LOCALS_LENGTH
+	OPT_SAMPLER, OPT_LOCALS, OPT_LOCALS_LENGTH
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -96,6 +96,10 @@ static const struct cli_option {
 	  "show this help" },
 	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
 	  "show the version" },
+	{ "sampler", 0, OPT_SAMPLER, "KIND", R | T, GRP_SAMPLING,
+	  "ptrace (default): stop each thread for its sample;\n"
+	  "perf: the kernel copies registers and stack (perf events,\n"
+	  "no stop); auto: perf where allowed, else ptrace" },
 	{ "locals", 0, OPT_LOCALS, NULL, D, GRP_OUTPUT,
 	  "show each Lua frame's local variables and upvalues" },
 	{ "locals-length", 0, OPT_LOCALS_LENGTH, "BYTES", D, GRP_OUTPUT,
@@ -308,6 +312,16 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_ALL_COROUTINES: o->all_coroutines = 1; break;
 	case OPT_NATIVE_ONLY: o->native_only = 1; break;
 	case OPT_STATS: o->stats = 1; break;
+	case OPT_SAMPLER:
+		if (!strcmp(arg, "ptrace"))
+			o->sampler = SAMPLER_PTRACE;
+		else if (!strcmp(arg, "perf"))
+			o->sampler = SAMPLER_PERF;
+		else if (!strcmp(arg, "auto"))
+			o->sampler = SAMPLER_AUTO;
+		else
+			return usage_error("unknown sampler '%s': expected ptrace, perf or auto", arg);
+		break;
 	case OPT_LOCALS: o->locals = 1; break;
 	case OPT_LOCALS_LENGTH: {
 		char *end;
@@ -411,6 +425,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
 	if (o->nonblocking && !o->lua_only)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
+	if (o->sampler == SAMPLER_PERF && (o->blocking || o->nonblocking || o->idle || o->lua_only))
+		return usage_error("--sampler perf samples running threads with their native stack: "
+				   "not with %s", o->blocking ? "--blocking" : o->nonblocking ? "--nonblocking" :
+				   o->idle ? "--idle" : "--lua-only");
 	if (o->output && o->cmd == CMD_RECORD && o->format < 0) {
 		o->format = out_format_from_path(o->output);
 		if (o->format < 0)

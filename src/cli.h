@@ -32,9 +32,13 @@ struct cli_opts {
 	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
+	int sampler;               /* --sampler: SAMPLER_* (default SAMPLER_PTRACE) */
 	int locals;                /* dump --locals */
 	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
 };
+
+/* --sampler: how record and top take samples (dump always stops). */
+enum { SAMPLER_PTRACE = 0, SAMPLER_PERF, SAMPLER_AUTO };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
  * each command takes, their values). Prints help, the version or (for

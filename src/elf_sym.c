@@ -16,6 +16,7 @@
 #define CACHE_BITS 14
 
 static void line_toks_forget(struct symtab *s);
+static void names_forget(struct symtab *s);
 
 struct cache_ent {
 	uint64_t key;          /* pc | retaddr bit 63 ... 0 = empty */
@@ -32,6 +33,14 @@ struct symtab {
 	struct cache_ent *cache;
 	const char *exe_path;  /* interned /proc/PID/exe target (as in the maps), or NULL */
 	const char *exe_name;  /* interned name the executable runs as, or NULL */
+	/* symtab_find's index of every defined symbol name of every module
+	 * (the first one of a name wins, in module order), built on the
+	 * first symtab_find and dropped by symtab_refresh: one pass over
+	 * the symbols instead of one per name looked for */
+	struct name_ent *names;
+	size_t nnames, capnames;
+	struct htab names_ix;
+	int names_built;
 };
 
 
@@ -237,6 +246,7 @@ void symtab_close(struct symtab *s)
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	proc_maps_free(&s->maps);
+	names_forget(s);
 	free(s->cache);
 	free(s->debuginfo_path);
 	free(s);
@@ -244,6 +254,7 @@ void symtab_close(struct symtab *s)
 
 int symtab_refresh(struct symtab *s)
 {
+	names_forget(s); /* its names point into modules report() may drop */
 	return report(s);
 }
 
@@ -489,40 +500,141 @@ const char *symtab_offset_name(const struct sym_info *si, uint64_t at)
 	return internf("%s+0x%llx", si->module, (unsigned long long)(at - si->bias));
 }
 
-struct find_arg {
-	const struct symtab *s;
+/* One defined symbol in symtab_find's index. NAME points into the
+ * module's string table (valid until its module is dropped). */
+struct name_ent {
 	const char *name;
 	uint64_t addr, size;
-	const char *module;
+	const char *module;    /* interned basename */
 };
 
-static int find_in_module(Dwfl_Module *mod, void **ud, const char *mname, Dwarf_Addr start, void *arg)
+struct names_key {
+	const struct symtab *s;
+	const char *name;
+};
+
+static int names_eq(const void *ctx, uint32_t i)
 {
-	struct find_arg *fa = arg;
+	const struct names_key *k = ctx;
+	return !strcmp(k->s->names[i].name, k->name);
+}
+
+static uint64_t names_hash(const char *name)
+{
+	return htab_fnv1a(HTAB_FNV_INIT, name, strlen(name));
+}
+
+static void names_forget(struct symtab *s)
+{
+	free(s->names);
+	s->names = NULL;
+	s->nnames = s->capnames = 0;
+	htab_free(&s->names_ix);
+	s->names_built = 0;
+}
+
+/* Add symbol NM (ADDR, SIZE) of MODULE to the index unless the name is
+ * there already. 0, or -1 when out of memory. */
+static int index_add(struct symtab *s, const char *nm, uint64_t addr, uint64_t size, const char *module)
+{
+	uint64_t h = names_hash(nm);
+	struct names_key k = { s, nm };
+	size_t pos;
+	if (htab_reserve(&s->names_ix) < 0)
+		return -1;
+	if (htab_find(&s->names_ix, h, names_eq, &k, &pos) >= 0)
+		return 0;
+	if (array_grow(&s->names, &s->capnames, s->nnames + 1, sizeof *s->names) < 0)
+		return -1;
+	s->names[s->nnames] = (struct name_ent){ nm, addr, size, module };
+	htab_insert(&s->names_ix, pos, h, (uint32_t)s->nnames);
+	s->nnames++;
+	return 0;
+}
+
+/* The fast path of index_module: the .symtab of ELF itself (the main
+ * file has one: what libdwfl would use), read as the array it is, each
+ * name bounded by its string table. 1 when done, 0 when ELF has no
+ * usable .symtab (the caller goes through libdwfl), -1 out of memory. */
+static int index_elf_symtab(struct symtab *s, Elf *elf, uint64_t bias, const char *module)
+{
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(elf, &eh) || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_type == ET_REL)
+		return 0;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
+			break;
+	if (!scn || sh.sh_entsize != sizeof(Elf64_Sym))
+		return 0;
+	Elf_Scn *strs = elf_getscn(elf, sh.sh_link);
+	Elf_Data *d = elf_getdata(scn, NULL), *sd = strs ? elf_getdata(strs, NULL) : NULL;
+	if (!d || !d->d_buf || !sd || !sd->d_buf || d->d_type != ELF_T_SYM)
+		return 0;
+	const Elf64_Sym *sym = d->d_buf;
+	const char *str = sd->d_buf;
+	size_t n = d->d_size / sizeof *sym, strsz = sd->d_size;
+	for (size_t i = 1; i < n; i++) {
+		uint32_t at = sym[i].st_name;
+		if (sym[i].st_shndx == SHN_UNDEF || at == 0 || at >= strsz ||
+		    !memchr(str + at, 0, strsz - at))
+			continue; /* undefined, unnamed, or a name running off the table */
+		uint64_t addr = sym[i].st_shndx == SHN_ABS ? sym[i].st_value : sym[i].st_value + bias;
+		if (index_add(s, str + at, addr, sym[i].st_size, module) < 0)
+			return -1;
+	}
+	return 1;
+}
+
+/* Add MOD's defined symbols to the index; a name already there (from an
+ * earlier module, or earlier in this one) keeps its first entry. */
+static int index_module(Dwfl_Module *mod, void **ud, const char *mname, Dwarf_Addr start, void *arg)
+{
+	struct symtab *s = arg;
+	const char *module = module_name(s, mname);
+	GElf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	int rc = elf ? index_elf_symtab(s, elf, bias, module) : 0;
+	if (rc)
+		return rc < 0 ? DWARF_CB_ABORT : DWARF_CB_OK;
+	/* no .symtab of its own: libdwfl's choice (.dynsym, MiniDebugInfo,
+	 * a separate debug file's .symtab), one symbol at a time */
 	int n = dwfl_module_getsymtab(mod);
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		const char *nm = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
-		if (!nm || sym.st_shndx == SHN_UNDEF || strcmp(nm, fa->name) != 0)
+		if (!nm || !nm[0] || sym.st_shndx == SHN_UNDEF)
 			continue;
-		fa->addr = addr;
-		fa->size = sym.st_size;
-		fa->module = module_name(fa->s, mname);
-		return DWARF_CB_ABORT;
+		if (index_add(s, nm, addr, sym.st_size, module) < 0)
+			return DWARF_CB_ABORT;
 	}
 	return DWARF_CB_OK;
 }
 
 uint64_t symtab_find(struct symtab *s, const char *name, uint64_t *size, const char **module)
 {
-	struct find_arg fa = { s, name, 0, 0, NULL };
-	dwfl_getmodules(s->dwfl, find_in_module, &fa, 0);
 	if (size)
-		*size = fa.size;
+		*size = 0;
 	if (module)
-		*module = fa.module;
-	return fa.addr;
+		*module = NULL;
+	if (!s->names_built) {
+		s->names_built = 1;
+		/* out of memory: the index holds what it could; a name not in
+		 * it reads as not found */
+		dwfl_getmodules(s->dwfl, index_module, s, 0);
+	}
+	struct names_key k = { s, name };
+	int64_t i = htab_find(&s->names_ix, names_hash(name), names_eq, &k, NULL);
+	if (i < 0)
+		return 0;
+	const struct name_ent *e = &s->names[i];
+	if (size)
+		*size = e->size;
+	if (module)
+		*module = e->module;
+	return e->addr;
 }
 
 Dwfl_Module *symtab_module_at(struct symtab *s, uint64_t addr, Elf **elf, uint64_t *bias)

@@ -22,6 +22,7 @@ struct tgt {
 	uint64_t modules;          /* digest of its mapped files when a probe said "not Lua", else 0 */
 	int dead;                  /* exited or unreadable: skipped, freed at the next scan */
 	int ancestor;              /* an ancestor of luaspy: it cannot exit while we wait */
+	int perf_refused;          /* perf_event_open refused for its threads (said once) */
 	const char *root_label;    /* interned "process PID \"cmdline\"" */
 	struct thread_list threads;/* its threads (threads.h) */
 };

@@ -192,6 +192,10 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		if (w->seg[k].native_index >= ns->n)
 			for (int j = 0; j < w->seg[k].n; j++)
 				push(out, &w->f[w->seg[k].first + j]);
+	if (ns->fiber) { /* the native walk ended at a fiber stack's base */
+		struct frame fb = { .kind = FRAME_ROOT, .name = intern("[fiber stack]") };
+		push(out, &fb);
+	}
 	merge_elide(out);
 	return out->n;
 }

@@ -44,6 +44,24 @@ void msg_debug(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Whether we hold CAP_SYS_PTRACE (bit 19 of CapEff in /proc/self/status). */
+static int have_cap_sys_ptrace(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	if (!f)
+		return 0;
+	char line[256];
+	unsigned long long eff = 0;
+	int found = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1) {
+			found = 1;
+			break;
+		}
+	fclose(f);
+	return found && (eff >> 19 & 1);
+}
+
 int msg_err_pid(int pid, int e)
 {
 	if ((e == LS_E_TRACED || e == -LS_E_TRACED) && pid > 0) {
@@ -57,7 +75,11 @@ int msg_err_pid(int pid, int e)
 	}
 	const char *hint = err_hint(e);
 	char extra[256] = "";
-	if (e == LS_E_PERM || e == -LS_E_PERM) {
+	if ((e == LS_E_PERM || e == -LS_E_PERM) && have_cap_sys_ptrace()) {
+		/* root already: the usual advice would send the user in circles */
+		hint = "refused even with CAP_SYS_PTRACE (a security module, or a process"
+		       " the kernel keeps from every tracer)";
+	} else if (e == LS_E_PERM || e == -LS_E_PERM) {
 		FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
 		int scope = 0;
 		if (f) {

@@ -45,4 +45,18 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 			  struct stack *out, struct walk_info *info, struct sample_stats *stats);
 void thread_snap_free(struct thread_snap *ts);
 
+/* A sample someone else took (the perf sampler, sampler_perf.h): thread
+ * TS->tid's registers REGS and STACK_LEN bytes of its stack copied from
+ * REGS->rsp up (at most O->stack_copy_bytes are kept), the thread still
+ * running. Capture and walk as --nonblocking does (every heap read goes to
+ * the running target; the walkers check it against REGS and the copy),
+ * the native stack unwound from the copy. OUT, INFO as for
+ * sampler_sample_thread; *WALK_NS the time spent. AGAIN (scratch, may
+ * be NULL): walk a second time into it and call the sample torn when the
+ * two stacks differ (the chain moved while it was read). Returns 0 or
+ * -LS_E_* (TORN/GARBAGE/FAULT: the heap no longer matched the sample). */
+int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
+			const struct user_regs_struct *regs, const uint8_t *stack, size_t stack_len,
+			struct stack *out, struct stack *again, struct walk_info *info, uint64_t *walk_ns);
+
 #endif

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include "child.h"
 #include "err.h"
 #include "follow.h"
@@ -19,6 +21,7 @@
 #include "proc_ptrace.h"
 #include "proc_task.h"
 #include "sampler.h"
+#include "sampler_perf.h"
 #include "session.h"
 #include "stopper.h"
 #include "timeutil.h"
@@ -30,6 +33,7 @@
 #define STALL_NS (100 * 1000000ull)     /* a pause in sampling this long is a stall */
 #define ANCESTOR_GRACE_NS (1000 * 1000000ull) /* see session_run */
 #define WAIT_MSG_NS (500 * 1000000ull) /* say we wait for Lua after this long */
+#define PERF_ROUND_NS (10 * 1000000ull) /* perf sampler: threads listed this often at most */
 
 volatile int session_stop_signal;
 
@@ -41,6 +45,7 @@ struct session {
 	struct session_stats st;
 	struct thread_snap ts;
 	struct stack stack;
+	struct stack again;        /* perf: the second walk of a sample */
 	uint32_t *stop_us;         /* stop time per sample, in us */
 	uint32_t *walk_us;
 	size_t nstop;
@@ -48,6 +53,12 @@ struct session {
 	uint64_t attached_ns;      /* the first target was opened and probed */
 	uint64_t first_sample_ns;  /* the first stack was counted */
 	struct place place;        /* CPU we keep off (place.h) */
+	int perf;                  /* 1: the perf sampler (sampler_perf.h), 0: ptrace */
+	int epfd;                  /* perf: every event's fd, for the loop's wait */
+	struct perf_counts pc;     /* perf: its counts, for --stats */
+	char sampler_why[320];     /* why this sampler (--stats, -v) */
+	int perf_once;             /* perf: one walk per sample, not two (environment
+	                            * LUASPY_PERF_ONCE, for measurements) */
 };
 
 static void on_signal(int sig)
@@ -79,6 +90,8 @@ static int start_failed(struct session *s, int code)
 {
 	child_kill(&s->child);
 	follow_close(&s->fl);
+	if (s->perf)
+		close(s->epfd);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
@@ -169,6 +182,47 @@ static void raise_priority(void)
 		msg_debug(1, "sampling at nice %d: could not raise its priority (%s)", cur, strerror(errno));
 }
 
+/* --sampler: perf events when asked (or, for auto, allowed and the
+ * options leave the choice), else ptrace; says which with -v. Returns 0,
+ * an exit status > 0 after one error line (perf asked and refused), or
+ * -LS_E_NOMEM. */
+static int choose_sampler(struct session *s, pid_t pid)
+{
+	int want = s->o.sampler;
+	if (want == SAMPLER_PTRACE) {
+		snprintf(s->sampler_why, sizeof s->sampler_why, "ptrace");
+		msg_debug(1, "sampler: ptrace");
+		return 0;
+	}
+	if (want == SAMPLER_AUTO && (s->o.blocking || s->o.nonblocking || s->o.idle || !s->so.native)) {
+		snprintf(s->sampler_why, sizeof s->sampler_why, "ptrace (auto: %s needs it)",
+			 s->o.blocking ? "--blocking" : s->o.nonblocking ? "--nonblocking" :
+			 s->o.idle ? "--idle" : "--lua-only");
+		msg_debug(1, "sampler: %s", s->sampler_why);
+		return 0;
+	}
+	char why[256];
+	int e = perf_sampler_check(pid, why, sizeof why);
+	if (e != 0) {
+		if (want == SAMPLER_PERF) {
+			msg_error("--sampler perf: %s", why);
+			return err_exit_code(LS_E_PERM);
+		}
+		snprintf(s->sampler_why, sizeof s->sampler_why, "ptrace (auto: %s)", why);
+		msg_debug(1, "sampler: %s", s->sampler_why);
+		return 0;
+	}
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -LS_E_NOMEM;
+	s->perf = 1;
+	s->perf_once = getenv("LUASPY_PERF_ONCE") != NULL;
+	snprintf(s->sampler_why, sizeof s->sampler_why,
+		 "perf (task-clock event per thread, %zu bytes of stack per sample)", s->so.stack_copy_bytes);
+	msg_debug(1, "sampler: %s", s->sampler_why);
+	return 0;
+}
+
 int session_start(const struct cli_opts *o, struct session **out)
 {
 	*out = NULL;
@@ -227,7 +281,12 @@ int session_start(const struct cli_opts *o, struct session **out)
 	else
 		s->attached_ns = time_now_ns();
 	raise_priority();
-	if (!o->nonblocking && stopper_start() < 0)
+	int sc = choose_sampler(s, pid);
+	if (sc > 0)
+		return start_failed(s, sc);
+	if (sc < 0)
+		return start_failed(s, msg_err_pid(0, sc));
+	if (!o->nonblocking && !s->perf && stopper_start() < 0)
 		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	*out = s;
 	return 0;
@@ -351,6 +410,89 @@ static void sample_target(struct session *s, struct profile *p, struct tgt *tg, 
 	}
 }
 
+/* The name of thread TID of TG as last listed, "?" when not listed. */
+static const char *thread_name(const struct tgt *tg, pid_t tid)
+{
+	for (int i = 0; i < tg->threads.n; i++)
+		if (tg->threads.th[i].tid == tid)
+			return tg->threads.th[i].name;
+	return "?";
+}
+
+/* Perf sampler: walk every sample waiting in TG's rings. */
+static void drain_target(struct session *s, struct profile *p, struct tgt *tg)
+{
+	struct perf_proc *pp = tg->t->perf;
+	struct perf_sample ps;
+	while (pp && perf_proc_next(pp, &ps) == 1) {
+		struct walk_info info;
+		uint64_t walk_ns = 0;
+		s->ts.tid = ps.tid;
+		uint64_t age = time_now_ns() - ps.time_ns;
+		int rc = sampler_sample_copy(tg->t, &s->so, &s->ts, &ps.regs, ps.stack, ps.stack_len,
+					     &s->stack, s->perf_once ? NULL : &s->again, &info, &walk_ns);
+		s->st.threads++;
+		if (rc < 0) {
+			count_error(s, rc);
+			continue;
+		}
+		if (!s->stack.n) {
+			msg_debug(2, "tid %d: no frame at all (pc 0x%llx, native walk %s)", (int)ps.tid,
+				  (unsigned long long)ps.regs.rip, s->ts.native.truncated ? "cut" : "empty");
+			count_error(s, -LS_E_UNWIND);
+			continue;
+		}
+		if (s->nstop < MAX_STOP_RECORDS) {
+			/* perf: how old the sample was when its walk began */
+			s->stop_us[s->nstop] = (uint32_t)(age / 1000 > UINT32_MAX ? UINT32_MAX : age / 1000);
+			s->walk_us[s->nstop] = (uint32_t)(walk_ns / 1000);
+			s->nstop++;
+		}
+		account(s, p, tg, ps.tid, thread_name(tg, ps.tid), &s->stack, &info);
+	}
+}
+
+/* Perf sampler, once a round: list TG's threads, give each new one its
+ * event, then walk what is waiting. */
+static void perf_target(struct session *s, struct profile *p, struct tgt *tg)
+{
+	int rc = threads_update(&tg->threads, tg->pid);
+	if (rc < 0) {
+		drain_target(s, p, tg); /* what it left before it exited */
+		tg->dead = 1;
+		threads_drop(&tg->threads);
+		return;
+	}
+	if (!tg->t->perf && perf_proc_open(tg->pid, s->epfd, s->o.rate_hz, s->so.stack_copy_bytes,
+					   &s->pc, &tg->t->perf) < 0)
+		return;
+	rc = perf_proc_sync(tg->t->perf, tg->threads.th, tg->threads.n);
+	if (rc == -LS_E_PERM && !tg->perf_refused) {
+		tg->perf_refused = 1;
+		msg_debug(1, "pid %d: perf_event_open refused for its threads: not sampled", (int)tg->pid);
+	}
+	drain_target(s, p, tg);
+}
+
+/* Perf sampler, between rounds: wait up to NS for a sample, then walk
+ * every sample waiting. */
+static void perf_wait(struct session *s, struct profile *p, uint64_t ns)
+{
+	struct epoll_event ev[16];
+	struct timespec to = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	int n = epoll_pwait2(s->epfd, ev, 16, &to, NULL);
+	if (n < 0 && errno == ENOSYS)
+		n = epoll_wait(s->epfd, ev, 16, (int)((ns + 999999) / 1000000));
+	for (int i = 0; i < n; i++)
+		if (ev[i].events & (EPOLLHUP | EPOLLERR))
+			perf_hup(s->epfd, ev[i].data.fd);
+	if (n <= 0)
+		return;
+	for (int i = 0; i < s->fl.n; i++)
+		if (s->fl.tg[i].t && !s->fl.tg[i].dead)
+			drain_target(s, p, &s->fl.tg[i]);
+}
+
 /* One round: every live process's threads. Returns how many processes
  * are still alive, luaspy's ancestors not counted (those in *ANC);
  * *PROBES: how many processes were probed for Lua. */
@@ -365,7 +507,10 @@ static int sample_round(struct session *s, struct profile *p, int *anc, int *pro
 		struct tgt *tg = &s->fl.tg[i];
 		if (tg->dead)
 			continue;
-		if (tg->t) {
+		if (tg->t && s->perf) {
+			perf_target(s, p, tg);
+			lua++;
+		} else if (tg->t) {
 			sample_target(s, p, tg, 0);
 			lua++;
 		} else if (!proc_alive(tg->pid)) {
@@ -379,7 +524,7 @@ static int sample_round(struct session *s, struct profile *p, int *anc, int *pro
 			alive++;
 	}
 	/* stops that timed out during the round and came since */
-	for (int i = 0; ptrace_npending() && i < s->fl.n; i++)
+	for (int i = 0; !s->perf && ptrace_npending() && i < s->fl.n; i++)
 		if (s->fl.tg[i].t && !s->fl.tg[i].dead)
 			sample_target(s, p, &s->fl.tg[i], 1);
 	s->st.targets = lua;
@@ -441,8 +586,9 @@ static void account_lag(struct session *s, struct loop *l, uint64_t now)
 void session_report_lag(const struct session *s)
 {
 	/* a run shorter than a second (a command that exits at once) has
-	 * too few ticks to tell */
-	if (s->st.elapsed_ns >= LAG_MIN_RUN_NS && s->st.late * 100 > s->st.ticks)
+	 * too few ticks to tell; with perf events the kernel times the
+	 * samples (a late round only lists threads later) */
+	if (!s->perf && s->st.elapsed_ns >= LAG_MIN_RUN_NS && s->st.late * 100 > s->st.ticks)
 		msg_falling_behind(s->st.late, s->st.ticks, s->st.max_lag_ns);
 }
 
@@ -451,7 +597,12 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 {
 	uint64_t start = time_now_ns();
 	uint64_t end = s->o.duration_s > 0 ? start + (uint64_t)(s->o.duration_s * 1e9) : UINT64_MAX;
-	struct loop l = { .period = (uint64_t)(1e9 / s->o.rate_hz), .next = start,
+	/* perf: the kernel times the samples; a round lists threads (new
+	 * ones get their event) and is due every 10 ms at most */
+	uint64_t period = (uint64_t)(1e9 / s->o.rate_hz);
+	if (s->perf && period < PERF_ROUND_NS)
+		period = PERF_ROUND_NS;
+	struct loop l = { .period = period, .next = start,
 			  .next_tick = start + tick_ns, .next_refresh = start + REFRESH_NS,
 			  .next_house = start, .last_alive = start };
 	for (;;) {
@@ -470,7 +621,9 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 			uint64_t until = l.next < l.next_tick ? l.next : l.next_tick;
 			if (until > end)
 				until = end;
-			if (until > now)
+			if (until > now && s->perf)
+				perf_wait(s, p, until - now);
+			else if (until > now)
 				sleep_ns(until - now);
 			continue;
 		}
@@ -542,7 +695,18 @@ static void pct(FILE *f, const char *what, uint32_t *v, size_t n, uint64_t all)
 
 void session_print_stats(const struct session *s, FILE *f)
 {
-	pct(f, "stopped per sample", s->stop_us, s->nstop, s->st.samples);
+	fprintf(f, "sampler: %s\n", s->sampler_why[0] ? s->sampler_why : "ptrace");
+	if (s->perf) {
+		fprintf(f, "perf records: %llu read, %llu lost (ring full), %llu throttled, %llu without "
+			"registers; events: %llu opened, %llu refused%s\n",
+			(unsigned long long)s->pc.records, (unsigned long long)s->pc.lost,
+			(unsigned long long)s->pc.throttled, (unsigned long long)s->pc.no_regs,
+			(unsigned long long)s->pc.opened, (unsigned long long)s->pc.open_failed,
+			s->pc.user_only ? " (user mode only: no sample inside system calls)" : "");
+		pct(f, "sample age when walked", s->stop_us, s->nstop, s->st.samples);
+	} else {
+		pct(f, "stopped per sample", s->stop_us, s->nstop, s->st.samples);
+	}
 	pct(f, "unwind+walk per sample", s->walk_us, s->nstop, s->st.samples);
 	fprintf(f, "late ticks: %llu of %llu (started more than one interval late; longest lag %.1f ms)\n",
 		(unsigned long long)s->st.late, (unsigned long long)s->st.ticks,
@@ -588,10 +752,13 @@ int session_finish(struct session *s)
 			child_kill(&s->child);
 	}
 	follow_close(&s->fl);
+	if (s->perf)
+		close(s->epfd);
 	child_housekeep(NULL);
 	stopper_end();
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
+	stack_free(&s->again);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);

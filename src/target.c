@@ -4,6 +4,7 @@
 #include "err.h"
 #include "proc_maps.h"
 #include "proc_task.h"
+#include "sampler_perf.h"
 #include "target.h"
 #include "unwind.h"
 #include "vm.h"
@@ -38,6 +39,7 @@ void target_close(struct target *t)
 {
 	if (!t)
 		return;
+	perf_proc_close(t->perf);
 	if (t->vm && t->vm_ops && t->vm_ops->close)
 		t->vm_ops->close(t->vm);
 	unwind_close(t->unw);

@@ -13,6 +13,7 @@ struct thread_snap;
 struct unwinder;
 struct vm;
 struct vm_ops;
+struct perf_proc;
 
 /* A process being profiled. */
 struct target {
@@ -27,6 +28,7 @@ struct target {
 	 * when discovery last ran and how long to wait before the next */
 	unsigned disc_want;
 	uint64_t disc_ns, disc_wait_ns;
+	struct perf_proc *perf;         /* its perf events (sampler_perf.h), or NULL */
 };
 
 /* Attach to PID: check it (proc_check), read its modules, create the
@@ -37,7 +39,7 @@ struct target {
  * caller owns *OUT and frees it with target_close(). */
 int target_open(pid_t pid, int probe_vm, struct target **out, int *vmrc, char *why, size_t whylen);
 
-/* Close T's VM, unwinder, modules and reader, and free T. NULL is a no-op. */
+/* Close T's perf events, VM, unwinder, modules and reader, and free T. NULL is a no-op. */
 void target_close(struct target *t);
 
 /* Re-read T's memory map and, when mappings came or went (dlopen, a new

@@ -107,6 +107,79 @@ static int is_return_address(const struct proc_maps *maps, struct mem *m, uint64
 	return unwind_after_call(b);
 }
 
+/* Functions that start a fiber's stack: the frame that runs them is the
+ * outermost of that stack; what the CFI finds above it belongs to no
+ * stack (boost.context's make_fcontext holds the trampoline and the
+ * `finish' code that a fiber returns into; glibc's __start_context is
+ * where a makecontext function returns; libcoro's coro_init starts a
+ * Tarantool fiber). */
+static const char *const fiber_entries[] = {
+	"make_fcontext", "jump_fcontext", "ontop_fcontext", "__start_context", "coro_init",
+};
+
+/* Is native frame F (not the leaf) the entry of a fiber stack: a known
+ * entry function, or a return address at the very first byte of a
+ * function that no call instruction precedes (an address pushed as a
+ * return address by makecontext, not by a call)? */
+static int fiber_entry(struct unwinder *u, struct mem *m, const struct native_frame *f)
+{
+	struct sym_info si;
+	int ret = !(f->flags & NF_LEAF);
+	symtab_lookup(u->sym, f->pc, ret, &si);
+	if (si.name)
+		for (size_t k = 0; k < sizeof fiber_entries / sizeof fiber_entries[0]; k++)
+			if (!strcmp(si.name, fiber_entries[k]))
+				return 1;
+	/* a pushed entry point: pc is the first byte of a function, so pc -
+	 * 1 (where a return address is looked up) lies in the function
+	 * before it; an ordinary return address lies inside the function of
+	 * pc - 1 and costs nothing more */
+	if (ret && si.func_end > f->pc)
+		return 0;
+	if (symtab_fde_start(u->sym, f->pc, NULL) != f->pc)
+		return 0;
+	uint8_t b[8];
+	return f->pc >= 8 && mem_read(m, f->pc - 8, b, sizeof b) == 0 && !unwind_after_call(b);
+}
+
+/* End OUT at the base of the stack the leaf runs on (see unwind_stack):
+ * the first fiber entry frame ends it; so does a frame whose sp leaves
+ * the mapping of REGS->rsp, unless the walk went on to end cleanly
+ * (WHOLE: a signal handler on an alternate stack returns to the thread's
+ * stack that way): a fiber's base when that mapping is not the thread's
+ * own stack, a cut walk when it is. Sets OUT->fiber and clears
+ * OUT->truncated when the end is a fiber's base. */
+static void stop_at_stack_base(struct unwinder *u, const struct proc_maps *maps, struct mem *m,
+			       const struct user_regs_struct *regs, int whole, struct native_stack *out)
+{
+	const struct proc_map *sm = proc_maps_find(maps, regs->rsp);
+	/* the thread's own stack: the main thread's [stack], or the mapping
+	 * that holds its thread pointer (glibc puts struct pthread at the
+	 * top of the stack it allocates a thread); leaving it is garbage,
+	 * not a fiber's base */
+	int own = sm && (!strcmp(sm->path, "[stack]") ||
+			 (regs->fs_base && proc_maps_find(maps, regs->fs_base) == sm));
+	for (int i = 1; i < out->n; i++) {
+		if (sm && !whole && out->f[i].sp && (out->f[i].sp < sm->start || out->f[i].sp > sm->end)) {
+			/* left the stack: frame i came from memory past its base */
+			out->n = i;
+			if (own) {
+				out->truncated = 1;
+			} else {
+				out->fiber = 1;
+				out->truncated = 0;
+			}
+			return;
+		}
+		if (fiber_entry(u, m, &out->f[i])) {
+			out->n = i + 1;
+			out->fiber = 1;
+			out->truncated = 0;
+			return;
+		}
+	}
+}
+
 /* Is PC in code the backend has no CFI for (no ELF module)? */
 static int no_module(struct unwinder *u, uint64_t pc)
 {
@@ -118,6 +191,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 {
 	out->n = 0;
 	out->truncated = 0;
+	out->fiber = 0;
 	const struct proc_maps *maps = symtab_maps(u->sym);
 	struct user_regs_struct r = *regs;
 	int retaddr = 0, whole = 0;
@@ -171,7 +245,11 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 		 * return address to restart at (docs/sampling.md §5.3). */
 		last->flags |= NF_NOCFI;
 		uint64_t sp = last->sp, found = 0, where = 0;
-		for (int i = 0; i < 4096 && sp; i++, sp += 8) {
+		/* never past the end of the stack's mapping (a fiber stack's
+		 * base: what lies above is another object) */
+		const struct proc_map *sm = proc_maps_find(maps, sp);
+		uint64_t sp_end = sm ? sm->end : sp + 4096 * 8;
+		for (int i = 0; i < 4096 && sp && sp + 8 <= sp_end; i++, sp += 8) {
 			uint64_t w;
 			if (mem_read_u64(m, sp, &w) < 0)
 				break;
@@ -203,5 +281,6 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			break;
 		}
 	}
+	stop_at_stack_base(u, maps, m, regs, whole, out);
 	return out->n;
 }

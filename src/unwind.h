@@ -11,7 +11,10 @@
  * the walk restarts there (docs/sampling.md §5.3); only an address just
  * after a call instruction is taken. A return address outside every
  * executable mapping ends the walk (truncated): it never becomes a
- * frame. */
+ * frame. A stack never spans two mappings: a walk that leaves the
+ * mapping of the leaf's rsp has passed the base of a fiber stack (or
+ * read garbage) and stops there; so does a frame that is a fiber's entry
+ * (docs/hosts.md §6). */
 #ifndef LUASPY_UNWIND_H
 #define LUASPY_UNWIND_H
 
@@ -42,6 +45,11 @@ struct native_stack {
 	struct native_frame f[UNWIND_MAX_FRAMES]; /* innermost first */
 	int n;
 	int truncated;               /* the walk ended on an error, not at the outermost frame */
+	int fiber;                   /* the walk ended cleanly at the base of a stack
+	                              * that is not the thread's own (makecontext,
+	                              * boost.context, a coroutine library): the
+	                              * outermost frame is the fiber's entry; shown
+	                              * as a "[fiber stack]" root (docs/hosts.md §6) */
 };
 
 /* Do the 8 code bytes B that end just before an address end in an
@@ -68,7 +76,15 @@ const char *unwind_backend_name(const struct unwinder *u);
  * UNWIND_MAX_FRAMES). Fills OUT; OUT->truncated is 1 when the walk did
  * not reach the outermost frame (an unwind error, UNWIND_MAX_FRAMES
  * frames, a garbage return address, 8 restarts after no-CFI code): the
- * frames found are kept, and --stats and dump say so. Returns frames
+ * frames found are kept, and --stats and dump say so. OUT->fiber is 1
+ * (and truncated 0) when it ended at the base of a fiber stack instead:
+ * an entry address pushed by makecontext (a return address at the very
+ * start of a function, not after a call), a frame of a known fiber entry
+ * (make_fcontext, jump_fcontext, ontop_fcontext, __start_context,
+ * coro_init), or the next frame's sp out of the leaf's stack mapping
+ * when that mapping is not the thread's own stack (the main thread's
+ * [stack], or the mapping holding its thread pointer fs_base: glibc
+ * keeps struct pthread at the top of a thread's stack). Returns frames
  * found (>= 1 when REGS has a pc) or -LS_E_*. RESTART/ARG: see
  * unwind_restart_fn. */
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,

@@ -113,12 +113,21 @@ static int try_state_ptr(struct vm *vm, struct mem *m, const struct proc_maps *m
 #define HEAP_SCAN_MAX (512ull << 20) /* bytes of anonymous memory a heap scan reads;
                                       * the mappings past it are counted (limit.h) */
 
+/* Pointers the .data/.bss pre-pass follows in all (each costs a read or
+ * two of the target): a program with a big .data full of pointers (a
+ * compiler, 16 MiB of them) made one dump 641 000 process_vm_readv
+ * calls and 1.2 s of CPU when the budget was 20 000 per MiB
+ * (bench/huge-binary.sh). Past it the heap scan, which reads no more
+ * per pointer, still finds every main state. */
+#define PREPASS_TRIES 4096
+
 /* Scan [lo, hi) for qwords, SCAN_BLOCK bytes at a time through BUF (that
  * big). MODE 0: any qword that is a lua_State pointer (the .data/.bss
- * pre-pass); MODE 1: the allocation-block invariant at the qword's own
- * address (heap scan). Bounded by the caller. */
+ * pre-pass), at most *TRIES of them followed (decremented); MODE 1: the
+ * allocation-block invariant at the qword's own address (heap scan).
+ * Bounded by the caller. */
 static void scan_range(struct vm *vm, struct mem *m, const struct proc_maps *maps, uint8_t *buf,
-		       uint64_t lo, uint64_t hi, int mode, const char *how)
+		       uint64_t lo, uint64_t hi, int mode, const char *how, int *tries)
 {
 	const struct puc_layout *lay = vm->lay;
 	int64_t delta = (int64_t)lay->L_size - lay->L_l_G; /* q - a for a main state */
@@ -127,7 +136,6 @@ static void scan_range(struct vm *vm, struct mem *m, const struct proc_maps *map
 		ssize_t got = m->read(m, a, buf, n);
 		if (got <= 0)
 			continue;
-		int tries = 0;
 		for (size_t off = 0; off + 8 <= (size_t)got; off += 8) {
 			uint64_t q = g64(buf, (int)off);
 			if (q < 0x1000 || (q & 7))
@@ -138,9 +146,9 @@ static void scan_range(struct vm *vm, struct mem *m, const struct proc_maps *map
 				uint64_t L = a + off - (uint64_t)lay->L_l_G;
 				if (state_valid(lay, m, maps, L))
 					add_state(vm, L, how);
-			} else if (tries < 20000 && rw_mapping(maps, q)) {
+			} else if (*tries > 0 && rw_mapping(maps, q)) {
 				/* only pointers to something whose +8 byte is a thread tag */
-				tries++;
+				(*tries)--;
 				try_state_ptr(vm, m, maps, q, how);
 			}
 		}
@@ -174,6 +182,7 @@ int puc_find_states(struct vm *vm, struct target *t)
 		return vm->nstates - before;
 	/* pre-pass: writable file-backed mappings (.data/.bss) */
 	uint64_t total = 0;
+	int tries = PREPASS_TRIES;
 	for (int i = 0; i < maps->n; i++) {
 		const struct proc_map *pm = &maps->m[i];
 		if (!(pm->perms & MAP_W) || !proc_map_is_file(pm) || pm->end - pm->start > (64u << 20))
@@ -181,13 +190,16 @@ int puc_find_states(struct vm *vm, struct target *t)
 		if (total > (256u << 20))
 			break;
 		total += pm->end - pm->start;
-		scan_range(vm, m, maps, buf, pm->start, pm->end, 0, "pointer in .data/.bss");
+		scan_range(vm, m, maps, buf, pm->start, pm->end, 0, "pointer in .data/.bss", &tries);
 		/* .bss continues in the anonymous mapping right after */
 		if (i + 1 < maps->n && maps->m[i + 1].start == pm->end && !proc_map_is_file(&maps->m[i + 1]) &&
 		    maps->m[i + 1].path[0] == 0 && maps->m[i + 1].end - maps->m[i + 1].start < (1u << 20))
 			scan_range(vm, m, maps, buf, maps->m[i + 1].start, maps->m[i + 1].end, 0,
-				   "pointer in .bss");
+				   "pointer in .bss", &tries);
 	}
+	if (tries <= 0)
+		msg_debug(1, "puc: .data/.bss pre-pass followed its %d pointers; the heap scan goes on",
+			  PREPASS_TRIES);
 	/* heap scan: allocation-block invariant over [heap] and anonymous rw memory */
 	total = 0;
 	uint64_t skipped = 0;
@@ -204,7 +216,7 @@ int puc_find_states(struct vm *vm, struct target *t)
 			continue;
 		}
 		total += len;
-		scan_range(vm, m, maps, buf, pm->start, pm->end, 1, "heap scan");
+		scan_range(vm, m, maps, buf, pm->start, pm->end, 1, "heap scan", NULL);
 	}
 	if (skipped) {
 		msg_debug(1, "puc: heap scan skipped %llu KiB past its %llu MiB",

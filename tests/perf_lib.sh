@@ -1,0 +1,37 @@
+# tests/perf_lib.sh: helpers of the perf-sampler-*.test scripts that
+# compare --sampler perf with --blocking (after tests/lib.sh).
+
+# rec NAME.EXT LOG MIN ARGS...: record 2 s rounds (at most 4) into NAME.EXT
+# until it holds MIN samples (a loaded machine gives few per round)
+rec() {
+	_o=$1 _l=$2 _min=$3; shift 3
+	: >"$TMPD/$_o"
+	for _r in 1 2 3 4; do
+		"$LUASPY" record "$@" -d 2 -f folded -o "$TMPD/$_o.$_r" >"$TMPD/$_l" 2>&1 || return $?
+		cat "$TMPD/$_o.$_r" >>"$TMPD/$_o"
+		[ "$(samples_in "$TMPD/$_o")" -ge "$_min" ] && return 0
+	done
+	return 0
+}
+
+# compare NAME PID MAXBAD NEED...
+compare() {
+	_n=$1 _p=$2 _max=$3; shift 3
+	rec "$_n.blk" "$_n.blog" 600 --pid "$_p" --blocking -r 1000 ||
+		fail_ "$_n: record --blocking failed: $(tail -2 "$TMPD/$_n.blog")"
+	"$LUASPY" record --pid "$_p" --blocking -r 1000 -d 2 -f folded -o "$TMPD/$_n.blk2" \
+		>"$TMPD/$_n.blog2" 2>&1 || fail_ "$_n: record --blocking failed: $(tail -2 "$TMPD/$_n.blog2")"
+	rec "$_n.perf" "$_n.plog" 300 --pid "$_p" --sampler perf -r 1000 --stats
+	_rc=$?
+	[ $_rc = 4 ] && skip_ "perf events not allowed here: $(head -1 "$TMPD/$_n.plog")"
+	[ $_rc = 0 ] || fail_ "$_n: record --sampler perf failed: $(tail -2 "$TMPD/$_n.plog")"
+	grep -q "^sampler: perf" "$TMPD/$_n.plog" || fail_ "$_n: --stats does not name the perf sampler"
+	grep -E "^(Samples|perf records|errors)" "$TMPD/$_n.plog" | sed "s/^/$_n: /"
+	_args="--noise $TMPD/$_n.blk2"
+	for _x in "$@"; do _args="$_args --need $_x"; done
+	python3 "$srcdir/tests/perf_compare.py" "$TMPD/$_n.perf" "$TMPD/$_n.blk" --max-bad "$_max" $_args |
+		sed "s/^/$_n: /"
+	[ "$(python3 "$srcdir/tests/perf_compare.py" "$TMPD/$_n.perf" "$TMPD/$_n.blk" --max-bad "$_max" $_args \
+		>/dev/null; echo $?)" = 0 ] || fail_ "$_n: perf stacks differ from --blocking"
+}
+
