@@ -44,6 +44,9 @@ complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds 
 # dump
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l json -d 'one JSON object'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l all-coroutines -d 'also list every coroutine'
+complete -c luaspy -n "__fish_seen_subcommand_from dump" -s s -l subprocesses -d 'also child processes, a block each'
+complete -c luaspy -n "__fish_seen_subcommand_from dump" -l locals -d 'show local variables and upvalues of Lua frames'
+complete -c luaspy -n "__fish_seen_subcommand_from dump" -l locals-length -x -d 'bytes of a string value shown'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l native-only -d 'native frames only'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l core -r -F -d 'read a core file'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l exe -r -F -d 'executable of the core'

@@ -21,7 +21,7 @@
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
-	OPT_SAMPLER, OPT_CORE, OPT_EXE, OPT_DIFF,
+	OPT_SAMPLER, OPT_CORE, OPT_EXE, OPT_DIFF, OPT_LOCALS, OPT_LOCALS_LENGTH,
 	OPT_FOCUS, OPT_IGNORE, OPT_NOLINENO, OPT_TID, OPT_PERIOD,
 	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER
 };
@@ -53,8 +53,9 @@ static const struct cli_option {
 } options[] = {
 	{ "pid", 'p', 'p', "PID", R | T | D | H, GRP_TARGET,
 	  "attach to the running process PID" },
-	{ "subprocesses", 's', 's', NULL, R | T, GRP_TARGET,
-	  "also profile child processes (one root frame each)" },
+	{ "subprocesses", 's', 's', NULL, R | T | D, GRP_TARGET,
+	  "also child processes: a root frame each (record, top),\n"
+	  "a block each (dump)" },
 	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D, GRP_TARGET,
 	  "wait this long for a Lua runtime to appear (default 5)" },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
@@ -143,6 +144,10 @@ static const struct cli_option {
 	  "a label for --upload (repeat for more)" },
 	{ "upload-header", 0, OPT_UPLOAD_HEADER, "HEADER", R, GRP_OUTPUT,
 	  "an HTTP header for --upload, 'Name: value' (repeat)" },
+	{ "locals", 0, OPT_LOCALS, NULL, D, GRP_OUTPUT,
+	  "show each Lua frame's local variables and upvalues" },
+	{ "locals-length", 0, OPT_LOCALS_LENGTH, "BYTES", D, GRP_OUTPUT,
+	  "bytes of a string value --locals shows (default 80, max 65536)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -395,6 +400,16 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		else
 			return usage_error("unknown sampler '%s': expected ptrace, perf or auto", arg);
 		break;
+	case OPT_LOCALS: o->locals = 1; break;
+	case OPT_LOCALS_LENGTH: {
+		char *end;
+		errno = 0;
+		long n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < 1 || n > 65536)
+			return usage_error("invalid length '%s': expected bytes from 1 to 65536", arg);
+		o->locals_length = (size_t)n;
+		break;
+	}
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;
 	case OPT_IGNORE: o->ignore = arg; break;
@@ -488,6 +503,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	o->delay_s = 1;
 	o->timeout_s = 5;
 	o->native = 1;
+	o->locals_length = 80;
 	if (argc < 2) {
 		cli_help(CMD_NONE);
 		return usage_error("%s", "missing command");
@@ -561,6 +577,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "give either --core or --pid, not both");
 	if (o->exe && !o->core)
 		return usage_error("%s", "--exe needs --core");
+	if (o->core && o->subprocesses)
+		return usage_error("%s", "--core reads one process: no -s");
 	if (o->pid && o->argv)
 		return usage_error("%s", "give either --pid or a command after '--', not both");
 	if (!o->pid && !o->argv && !o->core)

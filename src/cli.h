@@ -55,6 +55,8 @@ struct cli_opts {
 	int ntags;
 	const char *upload_headers[16]; /* --upload-header 'Name: value', UPLOAD_MAX_HEADERS */
 	int nupload_headers;
+	int locals;                /* dump --locals */
+	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

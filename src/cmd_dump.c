@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 #include "cmd_dump_core.h"
 #include "err.h"
@@ -13,21 +14,98 @@
 
 #define DUMP_RETRIES 3
 
+/* Names of Lua functions by prototype, from the variables that hold
+ * them in the threads' frames (vm_var.func_proto): a coroutine's body
+ * function is named by them. */
+#define DUMP_MAX_NAMES 4096
+struct body_names {
+	struct { uint64_t proto; const char *name; } *e;
+	int n;
+};
+
+/* Add the functions held by named variables of DV to BN (first name wins). */
+static void body_names_add(struct body_names *bn, const struct dump_vars *dv)
+{
+	for (int i = 0; i < dv->n; i++)
+		for (int k = 0; k < dv->f[i].nvars; k++) {
+			const struct vm_var *v = &dv->f[i].vars[k];
+			if (!v->func_proto || !v->name || v->name[0] == '(')
+				continue;
+			int seen = 0;
+			for (int j = 0; j < bn->n && !seen; j++)
+				seen = bn->e[j].proto == v->func_proto;
+			if (seen || bn->n >= DUMP_MAX_NAMES)
+				continue;
+			if (!bn->e && !(bn->e = calloc(DUMP_MAX_NAMES, sizeof *bn->e)))
+				return;
+			bn->e[bn->n].proto = v->func_proto;
+			bn->e[bn->n++].name = v->name;
+		}
+}
+
+static const char *body_name(const struct body_names *bn, uint64_t proto)
+{
+	for (int j = 0; bn && proto && j < bn->n; j++)
+		if (bn->e[j].proto == proto)
+			return bn->e[j].name;
+	return NULL;
+}
+
 struct coro_arg {
 	FILE *f;
 	int json;
 	int count;
+	const struct body_names *names;
+	struct target *t;
+	size_t locals_length;
+	struct dump_vars *dv;      /* --locals: each coroutine's variables, else NULL */
 };
+
+/* The body function of a coroutine: its outermost Lua frame, as
+ * "worker (w.lua:2)" (the line it is defined on), named by a variable
+ * that holds it (BN), else by the frame ("function <w.lua:2>"), into
+ * BUF; NULL when the stack has no Lua frame. */
+static const char *coroutine_body(const struct stack *st, const struct body_names *bn, char *buf,
+				  size_t len)
+{
+	for (int i = st->n - 1; i >= 0; i--) {
+		const struct frame *fr = &st->f[i];
+		if (fr->kind != FRAME_LUA)
+			continue;
+		const char *nm = body_name(bn, fr->addr);
+		if (nm && fr->firstline > 0 && fr->file)
+			snprintf(buf, len, "%s (%s:%d)", nm, fr->file, (int)fr->firstline);
+		else if (fr->firstline > 0 && fr->file && strncmp(fr->name, "function <", 10) != 0)
+			snprintf(buf, len, "%s (%s:%d)", fr->name, fr->file, (int)fr->firstline);
+		else
+			frame_label(fr, buf, len, 0);
+		for (char *c = buf; *c; c++)
+			if ((unsigned char)*c < 32)
+				*c = '?';
+		return buf;
+	}
+	return NULL;
+}
 
 static void print_coroutine(void *arg, uint64_t addr, const char *status, const struct stack *st,
 			    int err)
 {
 	struct coro_arg *ca = arg;
-	char buf[1024];
+	char buf[1024], body[512];
+	const char *bname = coroutine_body(st, ca->names, body, sizeof body);
+	int cur = 0;
+	if (ca->dv) {
+		dump_vars_clear(ca->dv);
+		ca->t->vm_ops->locals(ca->t->vm, ca->t, NULL, ca->locals_length, dump_vars_add, ca->dv);
+	}
 	if (ca->json) {
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
 		out_put_json(ca->f, status);
+		if (bname) {
+			fputs(",\"body\":", ca->f);
+			out_put_json(ca->f, bname);
+		}
 		if (err < 0) {
 			fputs(",\"error\":", ca->f);
 			out_put_json(ca->f, err_text(err));
@@ -48,11 +126,15 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 				fprintf(ca->f, ",\"line\":%d", st->f[i].line);
 			if (st->f[i].trace > 0)
 				fprintf(ca->f, ",\"trace\":%d", st->f[i].trace);
+			out_dump_frame_vars(ca->f, 1, ca->dv, &st->f[i], &cur);
 			fputc('}', ca->f);
 		}
 		fputs("]}", ca->f);
 	} else {
-		fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
+		if (bname)
+			fprintf(ca->f, "Coroutine 0x%llx %s (%s)\n", (unsigned long long)addr, bname, status);
+		else
+			fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
 		if (err < 0)
 			fprintf(ca->f, "    <error: %s>\n", err_text(err));
 		for (int i = 0; i < st->n; i++) {
@@ -64,6 +146,7 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 			if (st->f[i].trace > 0)
 				fprintf(ca->f, " [JIT trace %d]", st->f[i].trace);
 			fputc('\n', ca->f);
+			out_dump_frame_vars(ca->f, 0, ca->dv, &st->f[i], &cur);
 		}
 	}
 	ca->count++;
@@ -107,12 +190,22 @@ static int dump_hold_alloc(struct dump_hold *h, int nth, int hold)
 	return 0;
 }
 
-/* --all-coroutines: list the coroutines of T while the NTH threads are
- * held (H), say where a bound cut the list, then release the threads. */
-static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
-			    int nth)
+/* Release the threads H holds (of NTH). */
+static void dump_release(struct dump_hold *h, int nth, int core)
 {
-	struct coro_arg ca = { f, o->json, 0 };
+	for (int i = 0; i < nth && !core; i++)
+		if (h->states[i] != '?' && h->stoprc[i] == 0)
+			ptrace_release(&h->stops[i]);
+}
+
+/* --all-coroutines: list the coroutines of T while the threads are held
+ * (H), say where a bound cut the list. */
+static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
+			    const struct body_names *bn)
+{
+	struct dump_vars dv = { 0 };
+	struct coro_arg ca = { f, o->json, 0, bn, t, o->locals_length,
+			       o->locals && t->vm_ops->locals ? &dv : NULL };
 	if (o->json)
 		fputs(",\"coroutines\":[", f);
 	else
@@ -128,29 +221,68 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 	} else if (n >= 0 && cut) {
 		fprintf(f, "<coroutine list cut: %s>\n", cut);
 	}
-	for (int i = 0; i < nth && !t->core; i++)
-		if (h->states[i] != '?' && h->stoprc[i] == 0)
-			ptrace_release(&h->stops[i]);
+	dump_vars_clear(&dv);
+	free(dv.f);
 	if (n < 0)
 		msg_error("pid %d: listing coroutines failed: %s", (int)o->pid, err_text(n));
 }
 
-int cmd_dump(struct cli_opts *o)
+/* -s: one line for a process that is not dumped (PID, its command line
+ * when readable, E and WHY): text "Process PID: CMD" then
+ * "    <not dumped: ...>", JSON {"pid":..,"cmdline":..,"error":..,"reason":..}. */
+static void dump_skipped(FILE *f, const struct cli_opts *o, pid_t pid, int e, const char *why)
+{
+	char cmd[512] = "";
+	proc_cmdline(pid, cmd, sizeof cmd);
+	if (o->json) {
+		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)pid);
+		out_put_json(f, cmd);
+		fputs(",\"error\":", f);
+		out_put_json(f, err_text(e));
+		if (why && *why) {
+			fputs(",\"reason\":", f);
+			out_put_json(f, why);
+		}
+		fputc('}', f);
+	} else {
+		fprintf(f, "Process %d: %s\n    <not dumped: %s%s%s>\n", (int)pid, cmd, err_text(e),
+			why && *why ? ": " : "", why && *why ? why : "");
+	}
+}
+
+/* Dump process PID. SUB (-s): a process without Lua, or one that can't
+ * be opened, gets one line (dump_skipped) and no stacks; errors are not
+ * printed to stderr but returned. Returns 0, or -LS_E_* (SUB: the
+ * process was listed as not dumped), or (not SUB) an exit status > 0
+ * after the message. */
+static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 {
 	struct target *t;
 	int vmrc;
-	char why[512];
+	char why[512] = "";
 	int rc;
 	if (o->core) { /* a core file: dump_core_open() says what it lacks */
 		if ((rc = dump_core_open(o, &t, &vmrc)) != 0)
 			return rc;
-	} else if ((rc = target_open(o->pid, !o->native_only, &t, &vmrc, why, sizeof why)) < 0) {
-		return msg_err_pid(o->pid, rc);
+	} else {
+		rc = target_open(pid, !o->native_only, &t, &vmrc, why, sizeof why);
+		if (rc < 0 && sub) {
+			dump_skipped(stdout, o, pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc, NULL);
+			return rc;
+		}
+		if (rc < 0)
+			return msg_err_pid(pid, rc);
+	}
+	if (sub && vmrc < 0 && !o->native_only) {
+		dump_skipped(stdout, o, pid, vmrc == -LS_E_UNSUPPORTED ? vmrc : -LS_E_NOTLUA,
+			     vmrc == -LS_E_UNSUPPORTED ? why : NULL);
+		target_close(t);
+		return vmrc == -LS_E_UNSUPPORTED ? vmrc : -LS_E_NOTLUA;
 	}
 	if (!t->core && vmrc == -LS_E_UNSUPPORTED)
-		msg_error("pid %d: unsupported runtime: %s; showing native stacks only", (int)o->pid, why);
+		msg_error("pid %d: unsupported runtime: %s; showing native stacks only", (int)pid, why);
 	else if (!t->core && vmrc < 0)
-		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)o->pid);
+		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)pid);
 
 	struct sampler_opts so;
 	sampler_opts_default(&so);
@@ -162,10 +294,10 @@ int cmd_dump(struct cli_opts *o)
 
 	struct proc_thread *th;
 	int nth;
-	rc = t->core ? dump_core_threads(t, &th, &nth) : proc_threads(o->pid, &th, &nth);
+	rc = t->core ? dump_core_threads(t, &th, &nth) : proc_threads(pid, &th, &nth);
 	if (rc < 0) {
 		target_close(t);
-		return msg_err_pid(o->pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
+		return msg_err_pid(pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
 	}
 	const char *desc = t->vm && t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
 	char vmjson[600] = "";
@@ -180,7 +312,7 @@ int cmd_dump(struct cli_opts *o)
 	}
 	FILE *f = stdout;
 	if (o->json) {
-		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)o->pid);
+		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)pid);
 		out_put_json(f, t->cmdline);
 		if (desc) {
 			fputs(",\"vm\":", f);
@@ -190,7 +322,7 @@ int cmd_dump(struct cli_opts *o)
 			dump_core_header(f, o, t);
 		fputs(",\"threads\":[", f);
 	} else {
-		fprintf(f, "Process %d: %s\n", (int)o->pid, t->cmdline);
+		fprintf(f, "Process %d: %s\n", (int)pid, t->cmdline);
 		if (desc)
 			fprintf(f, "Runtime: %s\n", desc);
 		if (t->core)
@@ -204,17 +336,26 @@ int cmd_dump(struct cli_opts *o)
 	 * first walk until the coroutines are listed, so that the list and
 	 * the threads' stacks are one moment (a coroutine that runs on a
 	 * thread is walked from its registers) */
-	int hold = o->all_coroutines && t->vm && t->vm_ops->coroutines;
+	int coros = o->all_coroutines && t->vm && t->vm_ops->coroutines;
+	/* --locals: values are read while the thread is still stopped, so
+	 * every thread is held the same way */
+	int locals = o->locals && t->vm && t->vm_ops->locals;
+	int hold = coros || locals;
+	/* the variables are read for --all-coroutines too: they name the
+	 * coroutines' body functions */
+	int vars = (locals || coros) && t->vm_ops->locals;
+	struct dump_vars dv = { 0 };
+	struct body_names bn = { 0 };
 	struct dump_hold h;
 	if (dump_hold_alloc(&h, nth, hold) < 0) {
 		free(th);
 		target_close(t);
-		return msg_err_pid(o->pid, -LS_E_NOMEM);
+		return msg_err_pid(pid, -LS_E_NOMEM);
 	}
 	char *states = h.states;
 	int *stoprc = h.stoprc;
 	for (int i = 0; i < nth; i++) {
-		states[i] = t->core ? th[i].state : proc_thread_state(o->pid, th[i].tid);
+		states[i] = t->core ? th[i].state : proc_thread_state(pid, th[i].tid);
 		if (hold && states[i] != '?' && !t->core)
 			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &h.stops[i]);
 	}
@@ -227,6 +368,7 @@ int cmd_dump(struct cli_opts *o)
 		sh.held = (hold && stoprc[i] == 0) || t->core;
 		if (t->core) /* no stop: the registers the core holds */
 			sh.regs = &t->core->th[i].regs;
+		ts.want_vars = vars;
 		memset(&info, 0, sizeof info);
 		stack_clear(&st);
 		rc = hold ? stoprc[i] : 0;
@@ -250,6 +392,15 @@ int cmd_dump(struct cli_opts *o)
 		}
 		if (rc == -LS_E_GONE)
 			continue;
+		dump_vars_clear(&dv);
+		if (vars && rc == 0 && info.lua_frames > 0) {
+			int lr = t->vm_ops->locals(t->vm, t, &ts, o->locals_length, dump_vars_add, &dv);
+			if (lr < 0)
+				msg_debug(1, "pid %d: tid %d: locals: %s", (int)pid, (int)th[i].tid,
+					  err_text(lr));
+			if (coros)
+				body_names_add(&bn, &dv);
+		}
 		const char *err = rc < 0 ? err_text(rc) : NULL;
 		if (rc < 0)
 			errors++;
@@ -257,19 +408,25 @@ int cmd_dump(struct cli_opts *o)
 			if (shown)
 				fputc(',', f);
 			out_dump_thread_json(f, th[i].tid, th[i].name, state, &st,
-					     desc ? vmjson : NULL, info.vmstate, err, ts.native.truncated);
+					     desc ? vmjson : NULL, info.vmstate, err, ts.native.truncated,
+					     o->locals ? &dv : NULL);
 		} else {
 			if (shown)
 				fputc('\n', f);
 			out_dump_thread_text(f, th[i].tid, th[i].name, state, &st, info.vmstate, err,
-					     ts.native.truncated);
+					     ts.native.truncated, o->locals ? &dv : NULL);
 		}
 		shown++;
 	}
 	if (o->json)
 		fputc(']', f);
+	if (coros)
+		dump_coroutines(f, o, t, &h, &bn);
 	if (hold)
-		dump_coroutines(f, o, t, &h, nth);
+		dump_release(&h, nth, t->core != NULL);
+	dump_vars_clear(&dv);
+	free(dv.f);
+	free(bn.e);
 	if (o->json)
 		fputs("}\n", f);
 	fflush(f);
@@ -280,7 +437,84 @@ int cmd_dump(struct cli_opts *o)
 	free(th);
 	int status = t->core ? dump_core_status(o, t, vmrc) : 0;
 	target_close(t);
+	if (shown == 0 && sub)
+		return -LS_E_EXITED;
 	if (shown == 0)
-		return msg_err_pid(o->pid, -LS_E_EXITED);
+		return msg_err_pid(pid, -LS_E_EXITED);
 	return status;
+}
+
+#define DUMP_MAX_PROCS 4096  /* processes dump -s lists; past it, it says so */
+
+/* -s: PID and its descendants, parents before children (breadth first,
+ * luaspy itself left out), into *OUT (the caller frees it). Returns the
+ * count; *CUT is set when DUMP_MAX_PROCS stopped the list. */
+static int dump_tree(pid_t pid, pid_t **out, int *cut)
+{
+	pid_t *list = malloc(DUMP_MAX_PROCS * sizeof *list), *kids = NULL;
+	size_t capkids = 0;
+	int n = 0;
+	*cut = 0;
+	if (!list)
+		return -LS_E_NOMEM;
+	list[n++] = pid;
+	for (int i = 0; i < n; i++) {
+		int k = proc_children(list[i], &kids, &capkids);
+		for (int j = 0; j < k; j++) {
+			int seen = kids[j] == getpid();
+			for (int m = 0; m < n && !seen; m++)
+				seen = list[m] == kids[j];
+			if (seen)
+				continue;
+			if (n == DUMP_MAX_PROCS) {
+				*cut = 1;
+				break;
+			}
+			list[n++] = kids[j];
+		}
+	}
+	free(kids);
+	*out = list;
+	return n;
+}
+
+int cmd_dump(struct cli_opts *o)
+{
+	if (!o->subprocesses)
+		return dump_pid(o, o->pid, 0);
+	if (!proc_alive(o->pid))
+		return msg_err_pid(o->pid, -LS_E_NOPID);
+	pid_t *list;
+	int cut;
+	int n = dump_tree(o->pid, &list, &cut);
+	if (n < 0)
+		return msg_err_pid(o->pid, n);
+	FILE *f = stdout;
+	if (o->json)
+		fputs("{\"processes\":[", f);
+	int lua = 0, first_rc = 0;
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputs(o->json ? "," : "\n", f);
+		fflush(f);
+		int rc = dump_pid(o, list[i], 1);
+		if (rc == 0)
+			lua++;
+		if (i == 0)
+			first_rc = rc;
+	}
+	if (o->json) {
+		fputc(']', f);
+		if (cut)
+			fprintf(f, ",\"processes_cut\":\"more than %d processes\"", DUMP_MAX_PROCS);
+		fputs("}\n", f);
+	} else if (cut) {
+		fprintf(f, "\n<process list cut: more than %d processes>\n", DUMP_MAX_PROCS);
+	}
+	fflush(f);
+	free(list);
+	if (lua > 0)
+		return 0;
+	/* nothing dumped: the root's reason, as without -s */
+	return msg_err_pid(o->pid, first_rc < 0 && first_rc != -LS_E_EXITED ? first_rc : -LS_E_NOTLUA);
 }

@@ -44,6 +44,9 @@ struct thread_snap {
 	int held;                       /* the walk runs while the thread is stopped
 	                                 * (--blocking, dump): no heap scans now, ask
 	                                 * for them with walk_info.discover */
+	int want_vars;                  /* set by the caller before the sample (dump
+	                                 * --locals): the walk keeps what
+	                                 * vm_ops.locals needs of its Lua frames */
 };
 
 #define SNAP_COPY_MAX (256u * 1024)    /* bytes snap_copy() may copy per sample */
@@ -97,6 +100,40 @@ struct heap_state;
 typedef void vm_coroutine_fn(void *arg, uint64_t addr, const char *status,
 			     const struct stack *st, int err);
 
+/* One variable of a Lua frame, as vm_ops.locals reports it. */
+struct vm_var {
+	int upvalue;                    /* 0 local (or vararg, temporary), 1 upvalue */
+	const char *name;               /* "n", "(vararg)", "(temporary)"; NULL: no
+	                                 * debug info (stripped prototype) */
+	uint64_t func_proto;            /* the value is a Lua function: its prototype
+	                                 * (names a coroutine's body), else 0 */
+	const char *value;              /* printable ASCII (vm_value_*() below:
+	                                 * vm_locals_value.c): 42, "a\"b", table: 0x... */
+};
+
+/* Called by vm_ops.locals for each Lua frame of the walk, innermost
+ * first: PROTO is the prototype's address (= frame.addr of its FRAME_LUA
+ * frame), LINE its current line (0 unknown), VARS[0..NVARS) its active
+ * locals then upvalues; NOTE is NULL or one line about what is missing
+ * ("stripped: no local names", "pc unknown: locals not shown"). The
+ * strings live until FN returns. */
+typedef void vm_vars_fn(void *arg, uint64_t proto, int32_t line, const struct vm_var *vars,
+			int nvars, const char *note);
+
+/* Value texts for struct vm_var (vm_locals_value.c). */
+/* Lua's own text of string S, quoted and escaped for any terminal and
+ * any JSON or SVG consumer: LEN bytes of it were read, FULL_LEN is its
+ * real length (a cut string ends in `..." (N bytes)`). Printable ASCII
+ * stays (`"` and `\` escaped), \n \r \t as such, every other byte
+ * (control, invalid or valid UTF-8 alike) as \xNN. Writes at most
+ * OUTLEN bytes with the NUL into OUT; returns OUT. */
+char *vm_value_string(char *out, size_t outlen, const void *s, size_t len, size_t full_len);
+
+/* A number as Lua's tostring prints it: "%.14g"; FLOAT_MARK (5.3, 5.4
+ * floats) adds ".0" to a float that looks like an integer; inf, -inf,
+ * nan (LuaJIT, 5.1: "nan" or "-nan" as printf gives). Returns OUT. */
+char *vm_value_number(char *out, size_t outlen, double v, int float_mark);
+
 struct vm_ops {
 	const char *family;             /* "luajit", "puc" */
 	/* Look for this family's VM in T. Returns 1 and *OUT when found, 0
@@ -140,6 +177,19 @@ struct vm_ops {
 	 * Returns how many new things it found (states, names...): 0 makes the
 	 * back-off longer. May be NULL. */
 	int (*discover)(struct vm *vm, struct target *t, unsigned what);
+	/* Optional (dump --locals): the variables of the Lua frames of the
+	 * last walk() of TS, which ran with TS->want_vars set: calls FN once
+	 * per Lua frame, innermost first. Call it while TS's thread is still
+	 * stopped (the values are read now, through TS->mem) and before any
+	 * other capture or walk. TS NULL: from inside a vm_coroutine_fn
+	 * callback, the frames of the coroutine it reports (read live: call
+	 * it while the threads are held). Strings are cut at STR_MAX_BYTES bytes (the
+	 * cut is shown), every read is bounded and validated. Names from the
+	 * prototype's debug info (PUC: locvars by pc, luaF_getlocalname in
+	 * lfunc.c; LuaJIT: varinfo, debug_varname in lj_debug.c; docs/locals.md).
+	 * Returns the frames reported or -LS_E_*. May be NULL. */
+	int (*locals)(struct vm *vm, struct target *t, struct thread_snap *ts,
+		      size_t str_max_bytes, vm_vars_fn *fn, void *arg);
 	void (*close)(struct vm *vm);
 	/* Optional (luaspy heap): walk the heap of every state known, reading
 	 * through M (a block cache over T's reader), FLAGS HEAP_WANT_* of

@@ -719,6 +719,7 @@ struct segwalk {
 	int bottom;         /* reached the bottom of L */
 	int named_pending;  /* index in out of a frame waiting for its name */
 	int full;           /* walk_seg stopped because OUT was full: call again */
+	struct lj_lframe *lf; /* or NULL: what dump --locals needs of OUT[i], in LF[i] */
 };
 
 /* Walk frames of SW->L from SW->f down through the end of one cframe's
@@ -755,11 +756,16 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		int emitted = rc == 0;
 		if (emitted)
 			out[n] = fr;
+		if (emitted && sw->lf)
+			sw->lf[n] = (struct lj_lframe){ fr.kind == FRAME_LUA ? fr.addr : 0, fn, f,
+							sw->pc, 0, 0 };
 		/* the vararg pseudo-frame points to the real frame of the same function */
 		if ((link & 7) == FT_VARG) {
 			uint64_t d = (uint64_t)link & ~7ull;
 			if (d == 0 || d > f - sw->stack)
 				return FAIL(-LS_E_GARBAGE, "vararg frame delta out of range");
+			if (emitted && sw->lf)
+				sw->lf[n].vdelta = d;
 			f -= d;
 			if (rd_frame(c, f, &fn, &link) < 0)
 				return -LS_E_FAULT;
@@ -1346,6 +1352,8 @@ static int resumes(struct ctx *c, uint64_t p, uint64_t child)
 struct fbuf {
 	struct frame *f;
 	int cap;
+	struct lj_lframe *lf;  /* parallel to F when the walk keeps them (want_vars) */
+	int want_lf;
 };
 
 /* walk_seg() into FB->f[AT..], growing FB as needed: all frames of one
@@ -1356,7 +1364,12 @@ static int walk_seg_grow(struct ctx *c, struct segwalk *sw, struct fbuf *fb, int
 {
 	int n = 0;
 	for (;;) {
+		if (fb->want_lf && !fb->lf && fb->cap > 0 &&
+		    !(fb->lf = calloc((size_t)fb->cap, sizeof *fb->lf)))
+			return -LS_E_NOMEM;
+		sw->lf = fb->lf ? fb->lf + at + n : NULL;
 		int m = walk_seg(c, sw, fb->f + at + n, fb->cap - at - n, nres_floor);
+		sw->lf = NULL;
 		if (m < 0)
 			return m;
 		n += m;
@@ -1371,6 +1384,12 @@ static int walk_seg_grow(struct ctx *c, struct segwalk *sw, struct fbuf *fb, int
 		if (!q)
 			return -LS_E_NOMEM;
 		fb->f = q;
+		if (fb->want_lf) {
+			struct lj_lframe *ql = realloc(fb->lf, (size_t)nc * sizeof *ql);
+			if (!ql)
+				return -LS_E_NOMEM;
+			fb->lf = ql;
+		}
 		fb->cap = nc;
 	}
 }
@@ -1438,7 +1457,7 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	for (int k = 0; k < ncand; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
+		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0, NULL };
 		int n = 0, steps = c->steps;
 		for (int round = 0; round < MAX_SEGS && !sw.bottom; round++) {
 			int m = walk_seg_grow(c, &sw, fb, n, 0);
@@ -1763,7 +1782,7 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 	for (int k = 0; k < nc; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0 };
+		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0, NULL };
 		int steps = c->steps;
 		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
 			c->steps = steps;
@@ -1787,6 +1806,12 @@ static int append_segment(struct wctx *w, int i, const struct frame *fb, int n)
 	int rc = lua_walk_segment(w->lw, i, 1);
 	for (int j = 0; j < n && rc == 0; j++)
 		rc = lua_walk_push(w->lw, &fb[j]);
+	/* dump --locals: out of memory there loses the values, not the walk */
+	if (rc == 0 && n > 0 && w->fb.lf && fb == w->fb.f) {
+		for (int j = 0; j < n; j++)
+			w->fb.lf[j].trace = fb[j].trace;
+		lj_lframes_keep(w->c.vm, w->ts->tid, w->fb.lf, n);
+	}
 	w->nsegs++;
 	w->nf += n;
 	return rc;
@@ -1888,6 +1913,8 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	struct ctx *c = &w.c;
 	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
 	memset(info, 0, sizeof *info);
+	w.fb.want_lf = ts->want_vars;
+	lj_lframes_keep(vm, ts->want_vars ? ts->tid : -1, NULL, 0);
 	/* the VM's own code without symbols is named by its role (merge.h) */
 	lw->vm_module = vm->vm_module;
 	lw->vm_start = vm->vm_start;
@@ -1910,6 +1937,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			rc = walk_vm_frame(&w, i);
 	remember_threads(&w);
 	free(w.fb.f);
+	free(w.fb.lf);
 	free(w.tmp);
 	/* what discovery should do after this walk: learn names again
 	 * (modules required after the probe), adopt the states this walk or
@@ -1948,7 +1976,7 @@ static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t bas
 {
 	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
 		return -LS_E_GARBAGE;
-	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0 };
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0, NULL };
 	int n = 0;
 	for (int seg = 0; seg < 256 && n < max && !sw.bottom; seg++) {
 		uint64_t before = sw.f;
@@ -1986,7 +2014,7 @@ static int coro_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t base,
 	*nf = 0;
 	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
 		return FAIL(-LS_E_GARBAGE, "L->base out of its stack");
-	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0 };
+	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0, NULL };
 	/* every segment moves down the stack (walk_seg refuses a link that
 	 * does not): the walk ends at the bottom, bounded by STEP */
 	while (!sw.bottom) {
@@ -2029,7 +2057,7 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 	struct ctx c = ctx_make(vm, t, &t->mem.base);
 	int count = 0;
 	struct stack st = { 0 };
-	struct fbuf fb = { 0 };
+	struct fbuf fb = { .want_lf = 1 };  /* dump --locals of each coroutine */
 	struct lua_walk lw = { 0 };
 	struct native_stack *none = calloc(1, sizeof *none);
 	if (!none)
@@ -2086,6 +2114,12 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 					rc2 = lua_walk_push(&lw, &fb.f[k]);
 				if (rc2 < 0 || merge_stacks(t ? t->sym : NULL, none, &lw, &st) < 0)
 					rc = -LS_E_NOMEM;
+				lj_lframes_keep(vm, LJ_LF_CORO, NULL, 0);
+				if (n > 0 && fb.lf) {
+					for (int k = 0; k < n; k++)
+						fb.lf[k].trace = fb.f[k].trace;
+					lj_lframes_keep(vm, LJ_LF_CORO, fb.lf, n);
+				}
 				if (n > 0 || rc < 0 || o == g - c.l->sizeof_L) {
 					fn(arg, o, intern(sts), &st, rc < 0 ? rc : 0);
 					count++;
@@ -2101,6 +2135,8 @@ static int lj_coroutines(struct vm *vm, struct target *t, const struct thread_sn
 	stack_free(&st);
 	lua_walk_free(&lw);
 	free(fb.f);
+	free(fb.lf);
+	lj_lframes_keep(vm, -1, NULL, 0);
 	free(none);
 	return count;
 }
@@ -2112,6 +2148,7 @@ static const char *lj_describe(struct vm *vm)
 
 static void lj_close(struct vm *vm)
 {
+	free(vm->cache.lf);
 	lj_vm_free(vm);
 }
 
@@ -2123,6 +2160,7 @@ const struct vm_ops vm_luajit_ops = {
 	.describe = lj_describe,
 	.coroutines = lj_coroutines,
 	.discover = lj_discover,
+	.locals = lj_locals,
 	.close = lj_close,
 	.heap = lj_heap,
 };

@@ -160,6 +160,17 @@ struct lj_found {
 	const char *how;             /* how the states were found */
 };
 
+/* What dump --locals needs of one frame the walk emitted
+ * (thread_snap.want_vars; vm_luajit_locals.c reads them). */
+struct lj_lframe {
+	uint64_t pt;                 /* GCproto of a Lua frame, 0 for a C frame */
+	uint64_t fn;                 /* GCfunc */
+	uint64_t slot;               /* frame slot (walk_seg's F): base = slot + 8 */
+	uint64_t pc;                 /* bytecode return PC of the frame, 0 unknown */
+	uint64_t vdelta;             /* vararg frame: bytes down to the real frame */
+	int32_t trace;               /* the trace running it (frame.trace), 0 none */
+};
+
 /* What the walker caches between samples: validated protos, call-site
  * names, per-thread stack copies. Owner: vm_luajit.c (capture and walk);
  * the probe never touches it. */
@@ -168,6 +179,12 @@ struct lj_cache {
 	struct lj_namecache nc[LJ_NAME_CACHE];
 	struct lj_tidbuf tb[LJ_TID_CACHE];
 	unsigned clock;              /* capture count, ages tb[] */
+	/* dump --locals: the frames of the last walk of thread lf_tid that
+	 * wanted them (grown, bounded by LUA_WALK_MAX_FRAMES) */
+	struct lj_lframe *lf;
+	int nlf;
+	size_t caplf;
+	pid_t lf_tid;
 };
 
 /* The VM found in a process: what it is (set by lj_probe, then
@@ -266,6 +283,15 @@ const char *lj_callee_name(struct vm *vm, struct mem *m, uint64_t callerfn, uint
 int lj_find_resumers(struct vm *vm, struct mem *m, uint64_t cur_L, uint64_t main_L,
 		     const uint8_t *hdr, uint64_t *out, uint8_t (*hdrs)[128], int max,
 		     uint64_t *noscan);
+
+/* vm_luajit_locals.c: start over (LF NULL: forget, keep for TID; -1:
+ * none, LJ_LF_CORO: the coroutine lj_coroutines() reports) or append
+ * LF[0..N) to VM->cache.lf. 0 or -LS_E_NOMEM. */
+#define LJ_LF_CORO (-2)
+int lj_lframes_keep(struct vm *vm, pid_t tid, const struct lj_lframe *lf, int n);
+/* vm_ops.locals (vm.h) for LuaJIT: reads VM->cache.lf of TS's last walk. */
+int lj_locals(struct vm *vm, struct target *t, struct thread_snap *ts, size_t str_max,
+	      vm_vars_fn *fn, void *arg);
 
 /* vm_luajit_image.c: walk a memory image M without a process (fuzzing,
  * tests). With G != 0, G is validated as a global_State of layout LAY

@@ -148,6 +148,7 @@ const struct vm_ops vm_puc_ops = {
 	.discover = puc_discover,
 	.describe = puc_describe,
 	.coroutines = puc_coroutines,
+	.locals = puc_locals,
 	.close = puc_close,
 	.heap = puc_heap,
 };

@@ -222,6 +222,12 @@ uint64_t puc_native_start(struct vm *vm, struct target *t, const struct native_f
 /* vm_ops.probe */
 int puc_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
 
+/* ---- vm_puc_locals.c: dump --locals ----------------------------------------- */
+
+/* vm_ops.locals (vm.h): the Lua frames of VM->raw (TS's last capture). */
+int puc_locals(struct vm *vm, struct target *t, struct thread_snap *ts, size_t str_max,
+	       vm_vars_fn *fn, void *arg);
+
 /* ---- vm_puc.c -------------------------------------------------------------- */
 
 /* Free VM and every table it grew (states, coroutines, names, Protos,
