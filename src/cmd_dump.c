@@ -264,6 +264,7 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 	if (o->core) { /* a core file: dump_core_open() says what it lacks */
 		if ((rc = dump_core_open(o, &t, &vmrc)) != 0)
 			return rc;
+		pid = o->pid; /* the core's */
 	} else {
 		rc = target_open(pid, !o->native_only, &t, &vmrc, why, sizeof why);
 		if (rc < 0 && sub) {
