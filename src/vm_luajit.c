@@ -1726,8 +1726,10 @@ static int ffi_callback_cframe(struct wctx *w, int i, uint64_t cf)
 {
 	struct ctx *c = &w->c;
 	int32_t v[2];
-	if (!c->t->sym || mem_read(c->m, cf + c->l->cf_nres, v, sizeof v) < 0 || v[0] != 0 || v[1] != -1)
+	if (mem_read(c->m, cf + c->l->cf_nres, v, sizeof v) < 0 || v[0] != 0 || v[1] != -1)
 		return 0;
+	if (!c->t || !c->t->sym)
+		return -1;
 	for (int j = i + 1; j < w->ns->n && j <= i + LJ_FFICB_NATIVE; j++) {
 		uint64_t pc = w->ns->f[j].pc;
 		if (in_vm(c->vm, pc))
@@ -1803,6 +1805,14 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * the next VM frame would take the frames of this cframe */
 		CAND(rdx, rbx, 4);
 		CAND(rdx, 0, 3);
+		/* returning to a Lua caller (vm_returnc, BC_RET_Z): PC is the
+		 * link of the frame at BASE, whose slots the results may
+		 * already cover; the caller's base is below by the call
+		 * instruction's A, as walk_seg() steps */
+		uint32_t ins;
+		if (rbx && !(rbx & 3) && mem_read_u32(c->m, rbx - 4, &ins) == 0 &&
+		    rdx > (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8)
+			CAND(rdx - (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8, rbx, 1);
 		/* lj_vm_ffi_callback between lj_ccallback_enter() and the
 		 * call: BASE is not loaded yet, L->base is the callback's */
 		if (iscb > 0)
