@@ -1516,6 +1516,7 @@ struct wctx {
 	int innermost;               /* no Lua frame emitted yet */
 	uint64_t chain_next;         /* PREV of the last cframe walked */
 	int moved;                   /* the innermost VM frame was moved to cur_L's cframe */
+	uint64_t hint_L, hint_base;  /* BASE of hint_L's next cframe, known from registers */
 };
 
 /* Unwind again from cframe CF (rip at the VM start, where the VM's CFI
@@ -1867,8 +1868,19 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 	 * ran off that cframe (the prologue of lj_vm_ffi_callback, the
 	 * trace exit handler) and which frames are that cframe's is not
 	 * known: its frames would be put on the cframe below */
-	if (glue && !w->moved)
+	if (glue && !w->moved) {
+		/* ->cont_ffi_callback: the callback returned, BASE (rdx) is
+		 * its caller's (the FFI call's frame) and L->base may still be
+		 * a frame of the callback: the next cframe starts at rdx */
+		uint64_t rdx = w->ts->regs.rdx & (c->fr2 ? ~0ull : 0xffffffffull);
+		if (iscb > 0 && base_ok(c, stack, rdx, 0, 0)) {
+			w->hint_L = L;
+			w->hint_base = rdx;
+			msg_debug(3, "luajit: native frame %d: FFI callback returning, the next cframe from BASE 0x%llx",
+				  i, (unsigned long long)rdx);
+		}
 		return 0;
+	}
 	/* a callback's cframe linked while its function's frame is not set
 	 * up yet (lj_ccallback_enter) or no more (lj_ccallback_leave): the
 	 * frames found belong to the cframe below, as in other entry glue */
@@ -1914,6 +1926,10 @@ static int walk_vm_frame(struct wctx *w, int i)
 	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
 	memcpy(&base, hdr + c->ol->L_base, 8);
 	memcpy(&lcf, hdr + c->ol->L_cframe, 8);
+	if (w->hint_L == L && w->hint_base) {
+		base = w->hint_base;
+		w->hint_L = w->hint_base = 0;
+	}
 	/* the cframe this VM frame should be: L->cframe for L's innermost,
 	 * else PREV of the previous one. A VM frame deeper than that is a VM
 	 * entry or exit in progress: it has no Lua frames yet/any more. */
