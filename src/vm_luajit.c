@@ -1949,7 +1949,17 @@ static int walk_vm_frame(struct wctx *w, int i)
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			/* VM entry/exit glue: L's frames start at the next VM frame */
+			/* VM entry/exit glue: L's frames start at the next VM
+			 * frame. Not so while the interpreter runs on L's own
+			 * innermost cframe after an entry stored its SAVE_PC (L
+			 * or 0 until the first call out, CTState for a callback:
+			 * §10.6): L's top frames are this cframe's, and found by
+			 * no candidate here they would go on the cframe below */
+			uint64_t spc = 0;
+			rd_ref(c, cf + c->l->cf_pc, &spc);
+			if (iscb <= 0 && w->have && w->s->vmstate == LJ_VMST_INTERP && L == w->s->cur_L &&
+			    (lcf & ~3ull) == cf && spc && spc != L && base_ok(c, stack, base, 0, 0))
+				return FAIL(-LS_E_GARBAGE, "interpreter on the innermost cframe without a top frame");
 			memset(&w->sw, 0, sizeof w->sw);
 			return append_segment(w, i, NULL, 0);
 		}
