@@ -36,6 +36,8 @@
 #define FB_FRAMES 256         /* first size of a walk's scratch frames (grown) */
 #define MAX_SEGS 64
 #define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
+#define LJ_FFICB_NATIVE 128   /* native frames looked through for lj_vm_ffi_call */
+#define LJ_FFICALL_SIZE 4096  /* bytes of lj_vm_ffi_call's code past vm_end, at most */
 
 /* link types (lj_frame.h) */
 enum { FT_LUA = 0, FT_C = 1, FT_CONT = 2, FT_VARG = 3, FT_CP = 5, FT_PCALL = 6, FT_PCALLH = 7 };
@@ -720,7 +722,14 @@ struct segwalk {
 	int named_pending;  /* index in out of a frame waiting for its name */
 	int full;           /* walk_seg stopped because OUT was full: call again */
 	struct lj_lframe *lf; /* or NULL: what dump --locals needs of OUT[i], in LF[i] */
+	int endk;           /* how the last walk_seg ended: SEG_END_* */
 };
+
+/* How a cframe's segment ended (struct segwalk.endk): at the bottom of L
+ * or the cframe's nres floor, at a frame entered through a C or CP link
+ * (lua_call, lua_pcall...), or at the continuation frame of an FFI
+ * callback (lj_ccallback.c callback_conv_args). */
+enum { SEG_END_OPEN, SEG_END_C, SEG_END_FFICB };
 
 /* Walk frames of SW->L from SW->f down through the end of one cframe's
  * segment. Appends to OUT (cap MAXN) and returns the count or -LS_E_*.
@@ -733,6 +742,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 	uint64_t lim = sw->stack + (c->fr2 ? 8 : 0);
 	c->why = NULL;
 	sw->full = 0;
+	sw->endk = SEG_END_OPEN;
 	while (n < maxn) {
 		STEP(c);
 		uint64_t f = sw->f;
@@ -819,6 +829,7 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 			n++;
 		if (end) {
 			sw->bottom = next <= lim;
+			sw->endk = t7 == FT_CONT ? SEG_END_FFICB : SEG_END_C;
 			return n;
 		}
 	}
@@ -1303,7 +1314,13 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
 
-/* The pc candidate is inside the bytecode of the Lua function at BASE? */
+/* The pc candidate is inside the bytecode of the Lua function at BASE?
+ * NEED_LUA 0: any function's frame; 1: a Lua function's with PC in it;
+ * 2: that, or an ASM fast function's (code in the VM); 3: a Lua
+ * function's, PC unknown; 4: a C function's that the VM is entering or
+ * leaving: PC is the function's pc field (ins_call loads it, then steps
+ * past the BC_FUNCC/FUNCCW instruction there) or the frame's link (the
+ * return path loads it): vm_x64.dasc ins_call, vm_returnc. */
 static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, int need_lua)
 {
 	if (!base || (base & 7) || base <= stack + 8 * (1 + c->fr2) || base - stack > (64u << 20))
@@ -1314,9 +1331,15 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 	if (rd_frame(c, base - 8, &fn, &link) < 0)
 		return 0;
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
+	if (k == 1 && need_lua == 4) {
+		uint64_t fpc = 0;
+		if (!pc || in_vm(c->vm, f) || rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0)
+			return 0;
+		return pc == fpc || pc == fpc + 4 || pc == (uint64_t)link;
+	}
 	if (k == 1)
 		return !need_lua || (need_lua == 2 && in_vm(c->vm, f));
-	if (k != 0)
+	if (k != 0 || need_lua == 4)
 		return 0;
 	struct lj_ptinfo *pi;
 	if (rd_proto(c, pt, &pi) < 0)
@@ -1457,7 +1480,7 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	for (int k = 0; k < ncand; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk sw = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0, NULL };
+		struct segwalk sw = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
 		int n = 0, steps = c->steps;
 		for (int round = 0; round < MAX_SEGS && !sw.bottom; round++) {
 			int m = walk_seg_grow(c, &sw, fb, n, 0);
@@ -1511,6 +1534,8 @@ struct wctx {
 	int nmet;
 	int innermost;               /* no Lua frame emitted yet */
 	uint64_t chain_next;         /* PREV of the last cframe walked */
+	int moved;                   /* the innermost VM frame was moved to cur_L's cframe */
+	uint64_t hint_L, hint_base;  /* BASE of hint_L's next cframe, known from registers */
 };
 
 /* Unwind again from cframe CF (rip at the VM start, where the VM's CFI
@@ -1688,6 +1713,8 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 		if (cframe_L(c, try, L, g) < 0)
 			continue;
 		msg_debug(3, "luajit: native frame %d: cframe at rsp+%lld", i, (long long)(try - *cf));
+		if (d >= 32)
+			w->moved = 1;
 		*cf = try;
 		int rc = restart_unwind(w, try, i + 1, 1);
 		if (rc < 0)
@@ -1704,6 +1731,49 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	return FAIL(-LS_E_GARBAGE, "VM frame without a cframe");
 }
 
+/* Is the cframe CF of VM native frame I an FFI callback's
+ * (lj_vm_ffi_callback)? lj_ccallback_enter() sets its nres to 0 and its
+ * errfunc (the i32 after nres) to -1 before it links it into L->cframe,
+ * and LuaJIT lets C code called through the FFI enter Lua only by a
+ * callback: so a cframe with both whose native callers, before the next
+ * VM frame, include lj_vm_ffi_call (the VM's second CFI record, which
+ * starts where the VM code of vm_start..vm_end ends) is one: 1. Without
+ * both values it is not one: 0. With them but called from other C code
+ * (a C module calling a callback pointer), or stale values in a cframe
+ * that does not set them (lj_vm_call): not known, -1, and its segment
+ * is not checked. docs/luajit.md §10.6. */
+static int ffi_callback_cframe(struct wctx *w, int i, uint64_t cf)
+{
+	struct ctx *c = &w->c;
+	int32_t v[2];
+	if (mem_read(c->m, cf + c->l->cf_nres, v, sizeof v) < 0 || v[0] != 0 || v[1] != -1)
+		return 0;
+	if (!c->t || !c->t->sym)
+		return -1;
+	for (int j = i + 1; j < w->ns->n && j <= i + LJ_FFICB_NATIVE; j++) {
+		uint64_t pc = w->ns->f[j].pc;
+		if (in_vm(c->vm, pc))
+			break;
+		if (pc > c->vm->vm_end && pc - c->vm->vm_end < LJ_FFICALL_SIZE &&
+		    symtab_fde_start(c->t->sym, pc - 1, NULL) == c->vm->vm_end)
+			return 1;
+	}
+	return -1;
+}
+
+/* Does a segment that ended as SW did fit a cframe that is (ISCB 1), is
+ * not (0) or may be (-1) an FFI callback's? A callback's frames end at
+ * its continuation frame, the frames of any other cframe never do: a
+ * walk that does not fit started from frames of another cframe (the
+ * callback's frame not yet set up or already dropped, or a BASE left
+ * over from it). */
+static int seg_fits(const struct segwalk *sw, int iscb)
+{
+	if (iscb < 0)
+		return 1;
+	return iscb ? sw->endk == SEG_END_FFICB : sw->endk != SEG_END_FFICB;
+}
+
 /* Candidate (BASE, PC, check) triples for the top frame of thread L,
  * best first; returns how many (at most MAX). */
 struct topcand {
@@ -1712,7 +1782,7 @@ struct topcand {
 };
 
 static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t base,
-			  struct topcand *cand, int max, int *glue)
+			  int iscb, struct topcand *cand, int max, int *glue)
 {
 	struct ctx *c = &w->c;
 	const struct lj_snap *s = w->s;
@@ -1750,7 +1820,23 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * an ASM fast function runs there; at a call/return BASE is
 		 * set before PC */
 		CAND(rdx, rbx, 2);
+		/* BC_FUNCC/FUNCCW before or after the C function's own
+		 * frame: L->base may already be its BASE, so without this
+		 * the next VM frame would take the frames of this cframe */
+		CAND(rdx, rbx, 4);
 		CAND(rdx, 0, 3);
+		/* returning to a Lua caller (vm_returnc, BC_RET_Z): PC is the
+		 * link of the frame at BASE, whose slots the results may
+		 * already cover; the caller's base is below by the call
+		 * instruction's A, as walk_seg() steps */
+		uint32_t ins;
+		if (rbx && !(rbx & 3) && mem_read_u32(c->m, rbx - 4, &ins) == 0 &&
+		    rdx > (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8)
+			CAND(rdx - (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8, rbx, 1);
+		/* lj_vm_ffi_callback between lj_ccallback_enter() and the
+		 * call: BASE is not loaded yet, L->base is the callback's */
+		if (iscb > 0)
+			CAND(base, 0, 3);
 		*glue = 1;
 	} else {
 		const struct native_frame *nf = &w->ns->f[i];
@@ -1773,30 +1859,56 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
  * wins and starts W->sw. 1 when found, 0 for VM entry/exit glue (no Lua
  * frame of this cframe yet), or -LS_E_*. */
 static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t stack,
-			  uint64_t base, uint64_t floor)
+			  uint64_t base, uint64_t floor, int iscb)
 {
 	struct ctx *c = &w->c;
 	struct topcand cand[12];
 	int glue;
-	int nc = top_candidates(w, i, cf, L, base, cand, 12, &glue);
+	int nc = top_candidates(w, i, cf, L, base, iscb, cand, 12, &glue);
+	int misfit = 0;
 	for (int k = 0; k < nc; k++) {
 		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
 			continue;
-		struct segwalk t2 = { L, stack, cand[k].base - 8, cand[k].pc, 0, 0, 0, NULL };
+		struct segwalk t2 = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
 		int steps = c->steps;
 		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
 			c->steps = steps;
 			continue;
 		}
+		if (!seg_fits(&t2, iscb)) {
+			misfit++;
+			continue;
+		}
 		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
 		return 1;
 	}
-	if (glue)
+	/* VM entry/exit glue has no Lua frame of its own, unless the
+	 * native frame was moved up to cur_L's cframe: then the VM code
+	 * ran off that cframe (the prologue of lj_vm_ffi_callback, the
+	 * trace exit handler) and which frames are that cframe's is not
+	 * known: its frames would be put on the cframe below */
+	if (glue && !w->moved) {
+		/* ->cont_ffi_callback: the callback returned, BASE (rdx) is
+		 * its caller's (the FFI call's frame) and L->base may still be
+		 * a frame of the callback: the next cframe starts at rdx */
+		uint64_t rdx = w->ts->regs.rdx & (c->fr2 ? ~0ull : 0xffffffffull);
+		if (iscb > 0 && base_ok(c, stack, rdx, 0, 0)) {
+			w->hint_L = L;
+			w->hint_base = rdx;
+			msg_debug(3, "luajit: native frame %d: FFI callback returning, the next cframe from BASE 0x%llx",
+				  i, (unsigned long long)rdx);
+		}
+		return 0;
+	}
+	/* a callback's cframe linked while its function's frame is not set
+	 * up yet (lj_ccallback_enter) or no more (lj_ccallback_leave): the
+	 * frames found belong to the cframe below, as in other entry glue */
+	if (iscb > 0 && misfit && !w->moved)
 		return 0;
 	const struct lj_snap *s = w->s;
-	msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d rip %s",
+	msg_debug(2, "luajit: no top frame: native %d innermost %d cur %d trace %u synth %d vmstate %d nc %d misfit %d rip %s",
 		  i, w->innermost, w->have && L == s->cur_L, (unsigned)w->trace_n, w->synth,
-		  (int)(w->have ? s->vmstate : 99), nc, in_vm(c->vm, w->ts->regs.rip) ? "vm" : "other");
+		  (int)(w->have ? s->vmstate : 99), nc, misfit, in_vm(c->vm, w->ts->regs.rip) ? "vm" : "other");
 	return FAIL(-LS_E_GARBAGE, "no consistent top frame");
 }
 
@@ -1839,6 +1951,10 @@ static int walk_vm_frame(struct wctx *w, int i)
 	memcpy(&stack, hdr + c->ol->L_stack, c->ol->gcref);
 	memcpy(&base, hdr + c->ol->L_base, 8);
 	memcpy(&lcf, hdr + c->ol->L_cframe, 8);
+	if (w->hint_L == L && w->hint_base) {
+		base = w->hint_base;
+		w->hint_L = w->hint_base = 0;
+	}
 	/* the cframe this VM frame should be: L->cframe for L's innermost,
 	 * else PREV of the previous one. A VM frame deeper than that is a VM
 	 * entry or exit in progress: it has no Lua frames yet/any more. */
@@ -1849,15 +1965,26 @@ static int walk_vm_frame(struct wctx *w, int i)
 	if (mem_read_u64(c->m, cf + c->l->cf_prev, &w->chain_next) == 0)
 		w->chain_next &= ~3ull;
 	uint64_t floor = nres < 0 ? stack + (uint64_t)(-(int64_t)nres) : 0;
+	int iscb = ffi_callback_cframe(w, i, cf);
 	if (L != w->sw.L) {
 		if (in_list(w->seenL, w->nseen, L))
 			return FAIL(-LS_E_GARBAGE, "thread met twice");
 		w->sw = (struct segwalk){ .L = L, .stack = stack };
-		rc = pick_top_frame(w, i, cf, L, stack, base, floor);
+		rc = pick_top_frame(w, i, cf, L, stack, base, floor, iscb);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			/* VM entry/exit glue: L's frames start at the next VM frame */
+			/* VM entry/exit glue: L's frames start at the next VM
+			 * frame. Not so while the interpreter runs on L's own
+			 * innermost cframe after an entry stored its SAVE_PC (L
+			 * or 0 until the first call out, CTState for a callback:
+			 * §10.6): L's top frames are this cframe's, and found by
+			 * no candidate here they would go on the cframe below */
+			uint64_t spc = 0;
+			rd_ref(c, cf + c->l->cf_pc, &spc);
+			if (iscb <= 0 && w->have && w->s->vmstate == LJ_VMST_INTERP && L == w->s->cur_L &&
+			    (lcf & ~3ull) == cf && spc && spc != L && base_ok(c, stack, base, 0, 0))
+				return FAIL(-LS_E_GARBAGE, "interpreter on the innermost cframe without a top frame");
 			memset(&w->sw, 0, sizeof w->sw);
 			return append_segment(w, i, NULL, 0);
 		}
@@ -1871,6 +1998,12 @@ static int walk_vm_frame(struct wctx *w, int i)
 	int n = walk_seg_grow(c, &w->sw, &w->fb, 0, floor);
 	if (n < 0)
 		return n;
+	if (!seg_fits(&w->sw, iscb)) {
+		msg_debug(2, "luajit: native frame %d: cframe 0x%llx %s an FFI callback's, its frames end %s",
+			  i, (unsigned long long)cf, iscb > 0 ? "is" : "is not",
+			  w->sw.endk == SEG_END_FFICB ? "at a callback's continuation" : "elsewhere");
+		return FAIL(-LS_E_GARBAGE, "frames of a cframe end as another kind's");
+	}
 	if (w->innermost && n > 0 && w->trace_n) {
 		w->fb.f[0].trace = w->trace_n;
 		w->info->trace = w->trace_n;
@@ -1976,7 +2109,7 @@ static int thread_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t bas
 {
 	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
 		return -LS_E_GARBAGE;
-	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0, NULL };
+	struct segwalk sw = { .L = L, .stack = stack, .f = base - 8 };
 	int n = 0;
 	for (int seg = 0; seg < 256 && n < max && !sw.bottom; seg++) {
 		uint64_t before = sw.f;
@@ -2014,7 +2147,7 @@ static int coro_frames(struct ctx *c, uint64_t L, uint64_t stack, uint64_t base,
 	*nf = 0;
 	if (!base || (base & 7) || base <= stack || base - stack > (64u << 20))
 		return FAIL(-LS_E_GARBAGE, "L->base out of its stack");
-	struct segwalk sw = { L, stack, base - 8, 0, 0, 0, 0, NULL };
+	struct segwalk sw = { .L = L, .stack = stack, .f = base - 8 };
 	/* every segment moves down the stack (walk_seg refuses a link that
 	 * does not): the walk ends at the bottom, bounded by STEP */
 	while (!sw.bottom) {
