@@ -19,13 +19,15 @@
 
 enum {
 	OPT_LUA_ONLY = 256, OPT_NONBLOCKING, OPT_VMSTATE, OPT_JSON, OPT_ALL_COROUTINES,
-	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING
+	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
+	OPT_PERF_MAP_APPEND
 };
 
 /* Commands as bits of cli_option.cmds. */
 #define R (1u << CMD_RECORD)
 #define T (1u << CMD_TOP)
 #define D (1u << CMD_DUMP)
+#define M (1u << CMD_PERFMAP)
 
 /* Help groups: the OPTIONS subsections of man/luaspy.1, in their order. */
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
@@ -45,7 +47,7 @@ static const struct cli_option {
 	int group;          /* GRP_*; GRP_HIDDEN: accepted, not in help */
 	const char *help;
 } options[] = {
-	{ "pid", 'p', 'p', "PID", R | T | D, GRP_TARGET,
+	{ "pid", 'p', 'p', "PID", R | T | D | M, GRP_TARGET,
 	  "attach to the running process PID" },
 	{ "subprocesses", 's', 's', NULL, R | T, GRP_TARGET,
 	  "also profile child processes (one root frame each)" },
@@ -53,7 +55,7 @@ static const struct cli_option {
 	  "wait this long for a Lua runtime to appear (default 5)" },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
 	  "samples per second per thread (default 100, max 10000)" },
-	{ "duration", 'd', 'd', "SECS", R | T, GRP_SAMPLING,
+	{ "duration", 'd', 'd', "SECS", R | T | M, GRP_SAMPLING,
 	  "stop after SECS seconds (default: Ctrl-C or target exit)" },
 	{ "idle", 'i', 'i', NULL, R | T | D, GRP_SAMPLING,
 	  "include threads that are sleeping or not in Lua\n"
@@ -88,16 +90,18 @@ static const struct cli_option {
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
-	{ "verbose", 'v', 'v', NULL, R | T | D, GRP_GENERAL,
+	{ "verbose", 'v', 'v', NULL, R | T | D | M, GRP_GENERAL,
 	  "say how the VM was found (repeat for more)" },
-	{ "help", 'h', 'h', NULL, R | T | D, GRP_GENERAL,
+	{ "help", 'h', 'h', NULL, R | T | D | M, GRP_GENERAL,
 	  "show this help" },
-	{ "version", 0, OPT_VERSION, NULL, R | T | D, GRP_HIDDEN,
+	{ "version", 0, OPT_VERSION, NULL, R | T | D | M, GRP_HIDDEN,
 	  "show the version" },
+	{ "perf-map-append", 0, OPT_PERF_MAP_APPEND, NULL, M, GRP_OUTPUT,
+	  "add to an existing /tmp/perf-PID.map instead of refusing" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
-static const char *const cmd_names[] = { "", "record", "top", "dump" };
+static const char *const cmd_names[] = { "", "record", "top", "dump", "perf-map" };
 
 /* What each command's help says around its options. */
 static const struct {
@@ -118,6 +122,10 @@ static const struct {
 		"Usage: luaspy dump [OPTIONS] --pid PID\n"
 		"Print the current stack of every thread once.\n",
 		"" },
+	[CMD_PERFMAP] = {
+		"Usage: luaspy perf-map [OPTIONS] --pid PID\n"
+		"Write /tmp/perf-PID.map for a LuaJIT process's traces, so that perf names them.\n",
+		"Lines are appended as traces are made, until -d, Ctrl-C or the target's exit.\n" },
 };
 
 /* The option column is 25 wide: "  -p, --pid PID" padded with spaces. */
@@ -141,7 +149,7 @@ static void help_option(FILE *f, const struct cli_option *op)
 
 void cli_help(int cmd)
 {
-	if (cmd < CMD_RECORD || cmd > CMD_DUMP) {
+	if (cmd < CMD_RECORD || cmd >= CMD_N) {
 		fputs("Usage: luaspy COMMAND [OPTIONS]\n"
 		      "A sampling profiler for Lua (LuaJIT 2.1, PUC Lua 5.1-5.4) with native frames.\n\n"
 		      "Commands:\n"
@@ -149,6 +157,7 @@ void cli_help(int cmd)
 		      "            speedscope JSON or pprof\n"
 		      "  top       live view of the hottest functions\n"
 		      "  dump      print the stack of every thread once\n"
+		      "  perf-map  write /tmp/perf-PID.map naming LuaJIT traces for perf\n"
 		      "  help CMD  help for one command\n\n"
 		      "Examples:\n"
 		      "  luaspy record --pid 1234 -o profile.svg\n"
@@ -185,7 +194,7 @@ static void list_options(void)
 			fputs("-\t", stdout);
 		printf("%s\t%s\t", op->arg ? op->arg : "-", group_names[op->group]);
 		const char *sep = "";
-		for (int c = CMD_RECORD; c <= CMD_DUMP; c++)
+		for (int c = CMD_RECORD; c < CMD_N; c++)
 			if (op->cmds & (1u << c)) {
 				printf("%s%s", sep, cmd_names[c]);
 				sep = ",";
@@ -302,6 +311,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	case OPT_ALL_COROUTINES: o->all_coroutines = 1; break;
 	case OPT_NATIVE_ONLY: o->native_only = 1; break;
 	case OPT_STATS: o->stats = 1; break;
+	case OPT_PERF_MAP_APPEND: o->perf_map_append = 1; break;
 	case 'v': o->verbose++; break;
 	case 'h': cli_help(o->cmd); return 1;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
@@ -337,7 +347,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	if (!strcmp(c, "help")) {
 		int cmd = CMD_NONE;
 		if (argc > 2) {
-			for (int i = 1; i <= 3; i++)
+			for (int i = 1; i < CMD_N; i++)
 				if (!strcmp(argv[2], cmd_names[i]))
 					cmd = i;
 			if (cmd == CMD_NONE)
@@ -346,7 +356,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		cli_help(cmd);
 		return 1;
 	}
-	for (int i = 1; i <= 3; i++)
+	for (int i = 1; i < CMD_N; i++)
 		if (!strcmp(c, cmd_names[i]))
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
@@ -388,6 +398,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
+	if (o->cmd == CMD_PERFMAP && o->argv)
+		return usage_error("%s", "perf-map needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && o->blocking)
@@ -411,6 +423,7 @@ int cli_run(struct cli_opts *o)
 	case CMD_DUMP: return cmd_dump(o);
 	case CMD_RECORD: return cmd_record(o);
 	case CMD_TOP: return cmd_top(o);
+	case CMD_PERFMAP: return cmd_perfmap(o);
 	}
 	return err_exit_code(LS_E_USAGE);
 }

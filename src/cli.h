@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP };
+enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_PERFMAP, CMD_N };
 
 #define RATE_MAX_HZ 10000.0
 
@@ -32,6 +32,7 @@ struct cli_opts {
 	int native_only;           /* dump --native-only: no VM probing */
 	int stats;                 /* --stats: stop-time accounting on stderr */
 	int verbose;               /* -v count */
+	int perf_map_append;       /* perf-map --perf-map-append */
 };
 
 /* Parse ARGC/ARGV into O, by the option table of cli.c (which options
@@ -52,5 +53,7 @@ int cli_run(struct cli_opts *o);
 int cmd_dump(struct cli_opts *o);
 int cmd_record(struct cli_opts *o);
 int cmd_top(struct cli_opts *o);
+/* `luaspy perf-map` (cmd_perfmap.c): /tmp/perf-PID.map for LuaJIT traces. */
+int cmd_perfmap(struct cli_opts *o);
 
 #endif
