@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "err.h"
 #include "msg.h"
+#include "perfmap.h"
 #include "target.h"
 #include "timeutil.h"
 #include "vm.h"
@@ -107,34 +108,6 @@ static void add_trace(void *arg, const struct vm_trace *tr)
 	memcpy(w->buf + w->len, line, (size_t)n);
 	w->len += (size_t)n;
 	w->written++;
-}
-
-/* The target's own pid inside its pid namespace (the last NSpid field),
- * which names its perf map there; PID when not found. */
-static pid_t ns_pid(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	pid_t nsp = pid;
-	if (!f)
-		return pid;
-	while (fgets(line, sizeof line, f)) {
-		if (strncmp(line, "NSpid:", 6))
-			continue;
-		char *s = line + 6, *end;
-		for (;;) {
-			long v = strtol(s, &end, 10);
-			if (end == s)
-				break;
-			if (v > 0)
-				nsp = (pid_t)v;
-			s = end;
-		}
-		break;
-	}
-	fclose(f);
-	return nsp;
 }
 
 /* Open the map at PATH (SHOWN for messages): created, or with APPEND an
@@ -236,7 +209,7 @@ int cmd_perfmap(struct cli_opts *o)
 		target_close(t);
 		return msg_unsupported(o->pid, "perf-map names LuaJIT traces; PUC Lua has no JIT code");
 	}
-	pid_t nsp = ns_pid(o->pid);
+	pid_t nsp = perfmap_ns_pid(o->pid);
 	char path[96], shown[64];
 	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)o->pid, (int)nsp);
 	snprintf(shown, sizeof shown, "/tmp/perf-%d.map", (int)nsp);

@@ -213,6 +213,7 @@ const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, ui
 
 struct perfmap {
 	pid_t pid;
+	pid_t nspid;              /* its pid in its own namespace: names the file */
 	struct perfmap_table t;
 	struct perfmap_stats st;
 	uint64_t next_check_ns;
@@ -224,11 +225,39 @@ struct perfmap {
 	int warned;
 };
 
+pid_t perfmap_ns_pid(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	pid_t nsp = pid;
+	if (!f)
+		return pid;
+	while (fgets(line, sizeof line, f)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		char *s = line + 6, *end;
+		for (;;) {
+			long v = strtol(s, &end, 10);
+			if (end == s)
+				break;
+			if (v > 0 && v <= 0x7fffffff)
+				nsp = (pid_t)v;
+			s = end;
+		}
+		break;
+	}
+	fclose(f);
+	return nsp;
+}
+
 struct perfmap *perfmap_open(pid_t pid)
 {
 	struct perfmap *pm = calloc(1, sizeof *pm);
-	if (pm)
+	if (pm) {
 		pm->pid = pid;
+		pm->nspid = perfmap_ns_pid(pid);
+	}
 	return pm;
 }
 
@@ -261,7 +290,7 @@ static void warn_cut(struct perfmap *pm)
 		return;
 	pm->warned = 1;
 	char b[400];
-	int o = snprintf(b, sizeof b, "pid %d: perf map /tmp/perf-%d.map:", (int)pm->pid, (int)pm->pid);
+	int o = snprintf(b, sizeof b, "pid %d: perf map /tmp/perf-%d.map:", (int)pm->pid, (int)pm->nspid);
 	const char *sep = "";
 	if (skipped && o > 0 && (size_t)o < sizeof b) {
 		o += snprintf(b + o, sizeof b - (size_t)o, " %lu lines skipped (%lu malformed, %lu over %d bytes)",
@@ -286,7 +315,7 @@ static void refresh(struct perfmap *pm)
 		return;
 	pm->next_check_ns = now + PERFMAP_RECHECK_NS;
 	char path[96];
-	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pm->pid, (int)pm->pid);
+	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pm->pid, (int)pm->nspid);
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		forget(pm);

@@ -62,9 +62,13 @@ const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, ui
 
 struct perfmap;
 
+/* PID's pid in its own pid namespace (the last field of NSpid in
+ * /proc/PID/status), which names its perf map there; PID when unknown. */
+pid_t perfmap_ns_pid(pid_t pid);
+
 /* The perf map of process PID, read lazily from
- * /proc/PID/root/tmp/perf-PID.map (the target's own /tmp, containers
- * included). Returns NULL only when memory is exhausted. */
+ * /proc/PID/root/tmp/perf-NSPID.map (the target's own /tmp and pid,
+ * containers included). Returns NULL only when memory is exhausted. */
 struct perfmap *perfmap_open(pid_t pid);
 void perfmap_close(struct perfmap *pm);
 
