@@ -174,7 +174,10 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 			fused = 0;
 		}
 		merge_native_frame(s, &ns->f[i], &fr);
-		if (w->vm_module && fr.module == intern("[perf-map]") && !strncmp(fr.name, "TRACE_", 6)) {
+		static const char *perf_map_mod;
+		if (!perf_map_mod)
+			perf_map_mod = intern("[perf-map]");
+		if (w->vm_module && fr.module == perf_map_mod && !strncmp(fr.name, "TRACE_", 6)) {
 			/* LuaJIT's own perf map line for a trace: the walker
 			 * names traces better (docs/perf-maps.md) */
 			fr.name = intern("[jit]");
