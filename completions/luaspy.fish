@@ -1,14 +1,15 @@
 # fish completion for luaspy(1)
-set -l cmds record top dump heap report help
+set -l cmds record top dump heap report perf-map help
 complete -c luaspy -f
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a record -d 'sample a process and write a profile'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a top -d 'live view of the hottest functions'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a dump -d 'print every thread stack once'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a heap -d 'what the Lua heap holds'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a report -d 'merge, filter, compare and convert saved profiles'
+complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a perf-map -d 'write /tmp/perf-PID.map for perf'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -a help -d 'help for a command'
 complete -c luaspy -n "not __fish_seen_subcommand_from $cmds" -l version -d 'show the version'
-complete -c luaspy -n "__fish_seen_subcommand_from help" -a 'record top dump heap report'
+complete -c luaspy -n "__fish_seen_subcommand_from help" -a 'record top dump heap report perf-map'
 # common
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump heap" -s p -l pid -x -a '(__fish_complete_pids)' -d 'profile the running process PID'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s i -l idle -d 'include sleeping threads'
@@ -56,3 +57,9 @@ complete -c luaspy -n "__fish_seen_subcommand_from report" -l focus -x -d 'keep 
 complete -c luaspy -n "__fish_seen_subcommand_from report" -l ignore -x -d 'drop stacks with a frame matching REGEX'
 complete -c luaspy -n "__fish_seen_subcommand_from report" -l tid -x -d 'keep one thread'
 complete -c luaspy -n "__fish_seen_subcommand_from report" -l nolineno -d 'drop line numbers'
+# perf-map
+complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s p -l pid -x -a '(__fish_complete_pids)' -d 'LuaJIT process PID'
+complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s d -l duration -x -d 'seconds to keep writing'
+complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -l perf-map-append -d 'add to an existing map'
+complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s v -l verbose -d 'say how the VM was found'
+complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s h -l help -d 'show help'

@@ -23,7 +23,8 @@ enum {
 	OPT_DELAY, OPT_TIMEOUT, OPT_STATS, OPT_VERSION, OPT_NATIVE_ONLY, OPT_BLOCKING,
 	OPT_SAMPLER, OPT_CORE, OPT_EXE, OPT_DIFF, OPT_LOCALS, OPT_LOCALS_LENGTH,
 	OPT_FOCUS, OPT_IGNORE, OPT_NOLINENO, OPT_TID, OPT_PERIOD,
-	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER
+	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER,
+	OPT_PERF_MAP_APPEND
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -32,6 +33,7 @@ enum {
 #define D (1u << CMD_DUMP)
 #define H (1u << CMD_HEAP)
 #define P (1u << CMD_REPORT)
+#define M (1u << CMD_PERFMAP)
 
 /* Help groups: the OPTIONS subsections of man/luaspy.1, in their order. */
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
@@ -51,7 +53,7 @@ static const struct cli_option {
 	int group;          /* GRP_*; GRP_HIDDEN: accepted, not in help */
 	const char *help;
 } options[] = {
-	{ "pid", 'p', 'p', "PID", R | T | D | H, GRP_TARGET,
+	{ "pid", 'p', 'p', "PID", R | T | D | H | M, GRP_TARGET,
 	  "attach to the running process PID" },
 	{ "subprocesses", 's', 's', NULL, R | T | D, GRP_TARGET,
 	  "also child processes: a root frame each (record, top),\n"
@@ -60,7 +62,7 @@ static const struct cli_option {
 	  "wait this long for a Lua runtime to appear (default 5)" },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
 	  "samples per second per thread (default 100, max 10000)" },
-	{ "duration", 'd', 'd', "SECS", R | T, GRP_SAMPLING,
+	{ "duration", 'd', 'd', "SECS", R | T | M, GRP_SAMPLING,
 	  "stop after SECS seconds (default: Ctrl-C or target exit)" },
 	{ "idle", 'i', 'i', NULL, R | T | D, GRP_SAMPLING,
 	  "include threads that are sleeping or not in Lua\n"
@@ -100,11 +102,11 @@ static const struct cli_option {
 	  "native frames only, as eu-stack shows them (no VM lookup)" },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
 	  "seconds between refreshes (default 1)" },
-	{ "verbose", 'v', 'v', NULL, R | T | D | H | P, GRP_GENERAL,
+	{ "verbose", 'v', 'v', NULL, R | T | D | H | P | M, GRP_GENERAL,
 	  "say how the VM was found (repeat for more)" },
-	{ "help", 'h', 'h', NULL, R | T | D | H | P, GRP_GENERAL,
+	{ "help", 'h', 'h', NULL, R | T | D | H | P | M, GRP_GENERAL,
 	  "show this help" },
-	{ "version", 0, OPT_VERSION, NULL, R | T | D | H | P, GRP_HIDDEN,
+	{ "version", 0, OPT_VERSION, NULL, R | T | D | H | P | M, GRP_HIDDEN,
 	  "show the version" },
 	{ "sampler", 0, OPT_SAMPLER, "KIND", R | T, GRP_SAMPLING,
 	  "ptrace (default): stop each thread for its sample;\n"
@@ -148,10 +150,12 @@ static const struct cli_option {
 	  "show each Lua frame's local variables and upvalues" },
 	{ "locals-length", 0, OPT_LOCALS_LENGTH, "BYTES", D, GRP_OUTPUT,
 	  "bytes of a string value --locals shows (default 80, max 65536)" },
+	{ "perf-map-append", 0, OPT_PERF_MAP_APPEND, NULL, M, GRP_OUTPUT,
+	  "add to an existing /tmp/perf-PID.map instead of refusing" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
-static const char *const cmd_names[] = { "", "record", "top", "dump", "heap", "report" };
+static const char *const cmd_names[] = { "", "record", "top", "dump", "heap", "report", "perf-map" };
 
 /* What each command's help says around its options. */
 static const struct {
@@ -186,6 +190,10 @@ static const struct {
 		"Read profiles luaspy wrote (pprof, folded), merge them and write any format\n"
 		"(a top table on stdout without -o).\n",
 		"" },
+	[CMD_PERFMAP] = {
+		"Usage: luaspy perf-map [OPTIONS] --pid PID\n"
+		"Write /tmp/perf-PID.map for a LuaJIT process's traces, so that perf names them.\n",
+		"Lines are appended as traces are made, until -d, Ctrl-C or the target's exit.\n" },
 };
 
 /* The option column is 25 wide: "  -p, --pid PID" padded with spaces. */
@@ -209,7 +217,7 @@ static void help_option(FILE *f, const struct cli_option *op)
 
 void cli_help(int cmd)
 {
-	if (cmd < CMD_RECORD || cmd > CMD_LAST) {
+	if (cmd < CMD_RECORD || cmd >= CMD_N) {
 		fputs("Usage: luaspy COMMAND [OPTIONS]\n"
 		      "A sampling profiler for Lua (LuaJIT 2.1, PUC Lua 5.1-5.4) with native frames.\n\n"
 		      "Commands:\n"
@@ -219,6 +227,7 @@ void cli_help(int cmd)
 		      "  dump      print the stack of every thread once\n"
 		      "  heap      what the Lua heap holds: bytes by type, largest tables\n"
 		      "  report    merge, filter, compare and convert saved profiles\n"
+		      "  perf-map  write /tmp/perf-PID.map naming LuaJIT traces for perf\n"
 		      "  help CMD  help for one command\n\n"
 		      "Examples:\n"
 		      "  luaspy record --pid 1234 -o profile.svg\n"
@@ -256,7 +265,7 @@ static void list_options(void)
 			fputs("-\t", stdout);
 		printf("%s\t%s\t", op->arg ? op->arg : "-", group_names[op->group]);
 		const char *sep = "";
-		for (int c = CMD_RECORD; c <= CMD_LAST; c++)
+		for (int c = CMD_RECORD; c < CMD_N; c++)
 			if (op->cmds & (1u << c)) {
 				printf("%s%s", sep, cmd_names[c]);
 				sep = ",";
@@ -410,6 +419,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->locals_length = (size_t)n;
 		break;
 	}
+	case OPT_PERF_MAP_APPEND: o->perf_map_append = 1; break;
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;
 	case OPT_IGNORE: o->ignore = arg; break;
@@ -524,7 +534,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	if (!strcmp(c, "help")) {
 		int cmd = CMD_NONE;
 		if (argc > 2) {
-			for (int i = 1; i <= CMD_LAST; i++)
+			for (int i = 1; i < CMD_N; i++)
 				if (!strcmp(argv[2], cmd_names[i]))
 					cmd = i;
 			if (cmd == CMD_NONE)
@@ -533,7 +543,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		cli_help(cmd);
 		return 1;
 	}
-	for (int i = 1; i <= CMD_LAST; i++)
+	for (int i = 1; i < CMD_N; i++)
 		if (!strcmp(c, cmd_names[i]))
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
@@ -587,6 +597,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
 	if (o->cmd == CMD_HEAP && o->argv)
 		return usage_error("%s", "heap needs --pid; it does not launch commands");
+	if (o->cmd == CMD_PERFMAP && o->argv)
+		return usage_error("%s", "perf-map needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && o->blocking)
@@ -634,6 +646,7 @@ int cli_run(struct cli_opts *o)
 	case CMD_TOP: return cmd_top(o);
 	case CMD_HEAP: return cmd_heap(o);
 	case CMD_REPORT: return cmd_report(o);
+	case CMD_PERFMAP: return cmd_perfmap(o);
 	}
 	return err_exit_code(LS_E_USAGE);
 }

@@ -4,8 +4,8 @@
 
 #include <sys/types.h>
 
-enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_HEAP, CMD_REPORT };
-#define CMD_LAST CMD_REPORT
+enum cli_cmd { CMD_NONE = 0, CMD_RECORD, CMD_TOP, CMD_DUMP, CMD_HEAP, CMD_REPORT, CMD_PERFMAP, CMD_N };
+#define CMD_LAST CMD_PERFMAP
 
 /* cli_opts.format of report's text table (not a file format of out.h) */
 #define CLI_FORMAT_TOP 100
@@ -57,6 +57,7 @@ struct cli_opts {
 	int nupload_headers;
 	int locals;                /* dump --locals */
 	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
+	int perf_map_append;       /* perf-map --perf-map-append */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */
@@ -85,5 +86,7 @@ int cmd_top(struct cli_opts *o);
 /* cmd_heap.c: luaspy heap (docs/heap.md). */
 int cmd_heap(struct cli_opts *o);
 int cmd_report(struct cli_opts *o);
+/* `luaspy perf-map` (cmd_perfmap.c): /tmp/perf-PID.map for LuaJIT traces. */
+int cmd_perfmap(struct cli_opts *o);
 
 #endif

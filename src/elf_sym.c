@@ -9,6 +9,7 @@
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include "elf_sym.h"
+#include "perfmap.h"
 #include "err.h"
 #include "htab.h"
 #include "intern.h"
@@ -42,6 +43,7 @@ struct symtab {
 	struct htab names_ix;
 	int names_built;
 	const struct symtab_source *src; /* a process not running (core file), or NULL */
+	struct perfmap *perfmap; /* its perf map, opened on first use (perfmap.h) */
 };
 
 
@@ -309,6 +311,7 @@ void symtab_close(struct symtab *s)
 	if (!s)
 		return;
 	line_toks_forget(s);
+	perfmap_close(s->perfmap);
 	if (s->dwfl)
 		dwfl_end(s->dwfl);
 	proc_maps_free(&s->maps);
@@ -758,4 +761,11 @@ int symtab_each_module(struct symtab *s,
 	struct each_arg ea = { fn, arg, 0 };
 	dwfl_getmodules(s->dwfl, each_cb, &ea, 0);
 	return ea.rc;
+}
+
+const char *symtab_perfmap_name(struct symtab *s, uint64_t addr)
+{
+	if (!s->perfmap && !(s->perfmap = perfmap_open(s->pid)))
+		return NULL;
+	return perfmap_lookup(s->perfmap, addr);
 }

@@ -132,4 +132,10 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end);
  * falls back to it in sym_info.func_start. Reads no target memory. */
 uint64_t symtab_fde_start(struct symtab *s, uint64_t addr, uint64_t *end);
 
+/* Name of the code at target address ADDR in the target's perf map
+ * (/tmp/perf-PID.map, written by JIT runtimes for perf; perfmap.h), or
+ * NULL. For code in anonymous executable memory; the map is read on
+ * first use and again when it changed. */
+const char *symtab_perfmap_name(struct symtab *s, uint64_t addr);
+
 #endif

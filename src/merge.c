@@ -31,6 +31,9 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 		const struct proc_map *m = proc_maps_find(symtab_maps(s), nf->pc);
 		if (m && (m->perms & MAP_X) && m->path[0] == '[')
 			out->name = m->path; /* [vsyscall] */
+		else if (m && (m->perms & MAP_X) &&
+			 (out->name = symtab_perfmap_name(s, ret ? nf->pc - 1 : nf->pc)))
+			out->module = intern("[perf-map]"); /* another JIT's code (docs/perf-maps.md) */
 		else if (m && (m->perms & MAP_X))
 			out->name = intern("[jit]");
 		else
@@ -171,6 +174,15 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 			fused = 0;
 		}
 		merge_native_frame(s, &ns->f[i], &fr);
+		static const char *perf_map_mod;
+		if (!perf_map_mod)
+			perf_map_mod = intern("[perf-map]");
+		if (w->vm_module && fr.module == perf_map_mod && !strncmp(fr.name, "TRACE_", 6)) {
+			/* LuaJIT's own perf map line for a trace: the walker
+			 * names traces better (docs/perf-maps.md) */
+			fr.name = intern("[jit]");
+			fr.module = NULL;
+		}
 		if (!fused)
 			name_vm_code(w, &fr, &gc);
 		if (fused) {

@@ -219,6 +219,28 @@ extern const struct vm_ops vm_puc_ops;
                                          * it (dump: one sample per thread, no later
                                          * discovery to catch up) the probe scans at once. */
 
+/* One JIT trace of a LuaJIT VM, as vm_luajit_traces() reads it. */
+struct vm_trace {
+	uint64_t g;                     /* the global_State it belongs to */
+	int n;                          /* trace number (GCtrace.traceno) */
+	uint64_t mcode;                 /* target address of its machine code */
+	uint32_t size;                  /* bytes of machine code (szmcode) */
+	const char *file;               /* interned short source of its start
+	                                 * prototype ("app.lua"), never NULL */
+	int line;                       /* line of its start instruction
+	                                 * (lj_debug_line), 0 unknown */
+};
+typedef void vm_trace_fn(void *arg, const struct vm_trace *tr);
+
+/* Call FN for every JIT trace of every LuaJIT state found in T (a running
+ * target: no thread is stopped; each trace is read and checked on its
+ * own: a GCtrace object, mcode in an executable mapping of T, 1 byte to
+ * 16 MiB of it, a valid start prototype, lj_trace.c's J->trace[] holds
+ * it; one torn or flushed is skipped). Returns the traces reported (>= 0),
+ * or -LS_E_NOTLUA when T's VM is not LuaJIT. Layout: lj_jit.h (GCtrace,
+ * J->trace, J->sizetrace; docs/luajit.md §3.5). */
+int vm_luajit_traces(struct target *t, vm_trace_fn *fn, void *arg);
+
 /* Probe T with every family, with FLAGS (VM_PROBE_*). Returns 0 (t->vm
  * set), -LS_E_NOTLUA, or -LS_E_UNSUPPORTED with WHY filled. */
 int vm_probe(struct target *t, unsigned flags, char *why, size_t whylen);

@@ -889,6 +889,52 @@ static int trace_find(struct ctx *c, uint64_t g, int vmstate, uint64_t addr, uin
 	return FAIL(-LS_E_GARBAGE, "no trace holds the pc");
 }
 
+int vm_luajit_traces(struct target *t, vm_trace_fn *fn, void *arg)
+{
+	if (!t->vm || t->vm_ops != &vm_luajit_ops)
+		return -LS_E_NOTLUA;
+	struct vm *vm = t->vm;
+	const struct proc_maps *maps = t->sym ? symtab_maps(t->sym) : NULL;
+	int count = 0;
+	for (int k = 0; k < vm->found.ng; k++) {
+		uint64_t g = vm->found.g[k], arr;
+		uint32_t size;
+		struct ctx cc = ctx_make(vm, t, &t->mem.base), *c = &cc;
+		if (mem_read_u64(c->m, g + c->l->g_jtrace, &arr) < 0 ||
+		    mem_read_u32(c->m, g + c->l->g_jtrace + 12, &size) < 0 || size > 65536)
+			continue;
+		for (uint32_t i = 1; i < size; i++) {
+			uint64_t T, mc, ptref, startpc;
+			uint32_t sz;
+			struct lj_ptinfo *pi;
+			c->steps = 0;
+			if (trace_obj(c, g, (int)i, &T) < 0 || trace_mcode(c, T, &mc, &sz) < 0 ||
+			    sz == 0 || sz > (16u << 20) || mc + sz < mc)
+				continue;
+			const struct proc_map *m = maps ? proc_maps_find(maps, mc) : NULL;
+			if (maps && (!m || !(m->perms & MAP_X) || mc + sz > m->end))
+				continue;
+			ptref = 0;
+			if (mem_read(c->m, T + c->ol->tr_startpt, &ptref, c->ol->gcref) < 0 ||
+			    mem_read_u64(c->m, T + c->ol->tr_startpc, &startpc) < 0)
+				continue;
+			uint64_t pt = lj_gcptr(c->ol, ptref);
+			if (!c->fr2)
+				startpc &= 0xffffffffu; /* MRef: 32 bits without GC64 */
+			if (rd_proto(c, pt, &pi) < 0)
+				continue;
+			struct vm_trace tr = { .g = g, .n = (int)i, .mcode = mc, .size = sz,
+					       .file = pi->file, .line = 0 };
+			int64_t pos = pt_pos(c, pt, pi, startpc + 4);
+			if (pos >= 0)
+				tr.line = pt_line(c, pi, pos);
+			fn(arg, &tr);
+			count++;
+		}
+	}
+	return count;
+}
+
 /* PC of the snapshot covering ADDR in trace T (docs/luajit.md §10.5), or 0. */
 static uint64_t trace_pc(struct ctx *c, uint64_t T, uint64_t addr)
 {

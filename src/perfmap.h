@@ -1,0 +1,88 @@
+/* perfmap.h: reading a target's perf map (/tmp/perf-PID.map), the names
+ * JIT runtimes give their code for perf (docs/perf-maps.md).
+ *
+ * A perf map has one line per code region: "START SIZE NAME", START and
+ * SIZE in hex (an optional 0x), NAME the rest of the line (the format of
+ * the Linux kernel's tools/perf/Documentation/jit-interface.txt). The
+ * file is written by the target, so it is untrusted input: lines are at
+ * most PERFMAP_MAX_LINE bytes, a map holds at most PERFMAP_MAX_ENTRIES
+ * entries read from at most PERFMAP_MAX_BYTES bytes; what is past a limit
+ * or malformed is skipped and counted (struct perfmap_stats), never
+ * guessed. Names keep at most PERFMAP_MAX_NAME bytes, control bytes
+ * become '?'. */
+#ifndef LUASPY_PERFMAP_H
+#define LUASPY_PERFMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PERFMAP_MAX_LINE    4096        /* bytes of a line, newline excluded */
+#define PERFMAP_MAX_NAME    512         /* bytes of a name kept */
+#define PERFMAP_MAX_ENTRIES (1 << 20)   /* entries kept per map */
+#define PERFMAP_MAX_BYTES   (64u << 20) /* bytes of the file read */
+#define PERFMAP_RECHECK_NS  200000000ull /* the file is stat()ed at most every 0.2 s */
+
+/* One code region [start, end), named NAME (NUL-terminated, in the
+ * owning map's text buffer). */
+struct perfmap_entry {
+	uint64_t start, end;
+	const char *name;
+};
+
+/* What a parse skipped, by reason. */
+struct perfmap_stats {
+	unsigned long lines;        /* lines seen (entries kept + skipped) */
+	unsigned long malformed;    /* no START, SIZE or NAME; SIZE 0; START+SIZE overflows */
+	unsigned long too_long;     /* longer than PERFMAP_MAX_LINE */
+	unsigned long over_count;   /* past PERFMAP_MAX_ENTRIES */
+	unsigned long overlapped;   /* dropped for overlapping a line written later */
+	int cut_bytes;              /* the file was longer than PERFMAP_MAX_BYTES */
+};
+
+/* Entries of one map: sorted by start, not overlapping. */
+struct perfmap_table {
+	struct perfmap_entry *e;
+	size_t n;
+	char *text;                 /* owns the names */
+};
+
+/* Parse the LEN bytes of TEXT (a perf map's contents; need not end in a
+ * newline or a NUL) into OUT, replacing what it held. TEXT is copied.
+ * Malformed, too long and surplus lines are skipped and counted in ST
+ * (zeroed first). Where regions overlap, the line written later (further
+ * down the file) wins and the other is dropped. Returns the entries kept
+ * (>= 0) or -LS_E_NOMEM. */
+long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
+		   struct perfmap_stats *st);
+void perfmap_table_free(struct perfmap_table *t);
+
+/* The entry of T whose region holds ADDR, or NULL. O(log n). */
+const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, uint64_t addr);
+
+struct perfmap;
+
+/* PID's pid in its own pid namespace (the last field of NSpid in
+ * /proc/PID/status), which names its perf map there; PID when unknown. */
+pid_t perfmap_ns_pid(pid_t pid);
+
+/* The perf map of process PID, read lazily from
+ * /proc/PID/root/tmp/perf-NSPID.map (the target's own /tmp and pid,
+ * containers included). Returns NULL only when memory is exhausted. */
+struct perfmap *perfmap_open(pid_t pid);
+void perfmap_close(struct perfmap *pm);
+
+/* Name of the code at target address ADDR from PM's map, interned, or
+ * NULL. Re-reads the file (whole, bounded) when its size, mtime or inode
+ * changed, checking at most every PERFMAP_RECHECK_NS. The file is used
+ * only when it is a regular file (no symlink as the last component),
+ * owned by root or by the target's user, as perf itself requires; else
+ * the map is empty. The first time a read skips lines or is cut, one
+ * line says so on stderr ("luaspy: pid N: perf map ...: ..."). PM may be
+ * NULL (NULL returned). */
+const char *perfmap_lookup(struct perfmap *pm, uint64_t addr);
+
+/* Stats of PM's last read (zero before any), for -v and tests. */
+const struct perfmap_stats *perfmap_last_stats(const struct perfmap *pm);
+
+#endif
