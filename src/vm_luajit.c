@@ -2024,7 +2024,7 @@ static int walk_vm_frame(struct wctx *w, int i)
 			 * frame. Not so while the interpreter runs on L's own
 			 * innermost cframe after an entry stored its SAVE_PC (L
 			 * or 0 until the first call out, CTState for a callback:
-			 * §10.6): L's top frames are this cframe's, and found by
+			 * docs/luajit.md §10.6): L's top frames are this cframe's, and found by
 			 * no candidate here they would go on the cframe below */
 			uint64_t spc = 0;
 			rd_ref(c, cf + c->l->cf_pc, &spc);
