@@ -500,9 +500,29 @@ static int is_ident(const char *k)
 /* The text of edge E (FIRST: the path's first segment). */
 static void seg_text(const struct heap_edge *e, int first, char *out, size_t len, int collapse)
 {
-	char c[64];
-	const char *name = e->name ? out_clean(e->name, c, sizeof c, 0) : "?";
-	int cut = e->name && strlen(e->name) >= sizeof c - 1;
+	/* a table key is cut at 63 bytes; any other name ("local 'buf'
+	 * (/a/long/path/w.lua:30)", upvalues) keeps both ends, so that the
+	 * line at its end survives a long chunk name */
+	char c[64], w[256];
+	const char *name = "?";
+	int cut = 0;
+	if (e->name && e->kind == HEAP_E_KEY) {
+		name = out_clean(e->name, c, sizeof c, 0);
+		cut = strnlen(e->name, sizeof c) >= sizeof c - 1;
+	} else if (e->name) {
+		out_clean(e->name, w, sizeof w, 0);
+		size_t wl = strlen(w);
+		if (wl > 100) { /* about the first 40 bytes, "...", the last 57 */
+			size_t head = 40, tail = wl - 57;
+			while (head > 0 && ((unsigned char)w[head] & 0xc0) == 0x80)
+				head--; /* whole UTF-8 characters only */
+			while (tail < wl && ((unsigned char)w[tail] & 0xc0) == 0x80)
+				tail++;
+			memcpy(w + head, "...", 3);
+			memmove(w + head + 3, w + tail, wl - tail + 1);
+		}
+		name = w;
+	}
 	switch (e->kind) {
 	case HEAP_E_ROOT:
 		snprintf(out, len, "%s%s", first ? "" : " > ", name);
