@@ -233,7 +233,7 @@ static void walk_list(struct lh *h, uint64_t head, int circular)
 		/* the rest of the header this type's size needs, no further (an
 		 * object may end its mapping) */
 		size_t need = head_bytes(h, gct);
-		if (need > 16 && mem_read(h->m, o, b, need) < 0) {
+		if (need > sizeof b || (need > 16 && mem_read(h->m, o, b, need) < 0)) {
 			h->s->bad++;
 			return;
 		}

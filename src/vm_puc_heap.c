@@ -67,6 +67,9 @@ static void ph_setup(struct ph *p)
 	p->sizeof_table = l->t_sizearray >= 56 ? l->t_sizearray + 8 : 56;
 }
 
+/* Room for a Table header read at once (Redis's 5.1 Table is 72 bytes). */
+#define PH_TABLE_MAX 128
+
 /* ---- sizes ------------------------------------------------------------------- */
 
 /* Count object O of TYPE and BYTES, and make it a node of the graph. */
@@ -145,10 +148,11 @@ static int tab_parts(struct ph *p, const uint8_t *h, uint32_t *asize, uint32_t *
 
 static void add_table(struct ph *p, uint64_t o)
 {
-	uint8_t h[64];
+	uint8_t h[PH_TABLE_MAX];
 	uint32_t asize, nnode;
 	uint64_t node;
-	if (mem_read(p->m, o, h, (size_t)p->sizeof_table) < 0 || tab_parts(p, h, &asize, &nnode, &node) < 0) {
+	if ((size_t)p->sizeof_table > sizeof h || mem_read(p->m, o, h, (size_t)p->sizeof_table) < 0 ||
+	    tab_parts(p, h, &asize, &nnode, &node) < 0) {
 		p->s->bad++;
 		return;
 	}
@@ -423,10 +427,11 @@ static void table_edges(struct ph *p, uint64_t t)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
-	uint8_t h[64], buf[PH_CHUNK * 40];
+	uint8_t h[PH_TABLE_MAX], buf[PH_CHUNK * 40];
 	uint32_t asize, nnode;
 	uint64_t node;
-	if (mem_read(p->m, t, h, (size_t)p->sizeof_table) < 0 || tab_parts(p, h, &asize, &nnode, &node) < 0)
+	if ((size_t)p->sizeof_table > sizeof h || mem_read(p->m, t, h, (size_t)p->sizeof_table) < 0 ||
+	    tab_parts(p, h, &asize, &nnode, &node) < 0)
 		return;
 	if (ptr_ok(g64(h, l->t_metatable)))
 		heap_edge(s, g64(h, l->t_metatable), HEAP_E_OTHER, heap_metatable_edge, 0);
@@ -696,10 +701,10 @@ static void edge_pass(struct ph *p, const uint8_t *lb, const uint8_t *gb)
 		globals = tv_gc(l, lb + 120);   /* lua_State.l_gt (5.1) */
 	} else if (reg) {
 		/* registry[LUA_RIDX_GLOBALS = 2], in the array part */
-		uint8_t h[64], tv[16];
+		uint8_t h[PH_TABLE_MAX], tv[16];
 		uint32_t asize, nnode;
 		uint64_t node;
-		if (mem_read(p->m, reg, h, (size_t)p->sizeof_table) == 0 &&
+		if ((size_t)p->sizeof_table <= sizeof h && mem_read(p->m, reg, h, (size_t)p->sizeof_table) == 0 &&
 		    tab_parts(p, h, &asize, &nnode, &node) == 0 && asize >= 2 &&
 		    mem_read(p->m, g64(h, l->t_array) + 16, tv, 16) == 0)
 			globals = tv_gc(l, tv);
