@@ -47,17 +47,18 @@ spawn() {
 	eval "$_var=\$_p"
 }
 
-# wait_cpu PID [TICKS]: wait (max 5 s) until PID has used TICKS clock
-# ticks of CPU (default 10), i.e. it is past startup and busy.
+# wait_cpu PID [TICKS]: wait (max 60 s) until PID has used TICKS clock
+# ticks of CPU (default 10), i.e. it is past startup and busy. Returns as
+# soon as it is; the bound only matters when it never gets busy (a slow
+# start under load or ASan took over the 5 s this once allowed).
 wait_cpu() {
-	_i=0
-	while [ $_i -lt 100 ]; do
+	_wc_end=$(( $(date +%s) + 60 ))
+	while :; do
 		_t=$(awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null) || return 1
 		[ "${_t:-0}" -ge "${2:-10}" ] && return 0
+		[ "$(date +%s)" -lt "$_wc_end" ] || return 1
 		sleep 0.05
-		_i=$((_i + 1))
 	done
-	return 1
 }
 
 # cpu_ticks PID: the clock ticks (1/100 s) of CPU PID has used so far
