@@ -351,20 +351,6 @@ static int32_t pt_line(struct ctx *c, const struct lj_ptinfo *pi, int64_t pos)
 
 /* ---- function names from the caller's bytecode (lj_debug_funcname) ---- */
 
-static uint64_t uleb(const uint8_t **p, const uint8_t *end)
-{
-	uint64_t v = 0;
-	int sh = 0;
-	while (*p < end && sh < 35) {
-		uint8_t b = *(*p)++;
-		v |= (uint64_t)(b & 0x7f) << sh;
-		sh += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
-}
-
 /* Name of local SLOT live at POS, into OUT. */
 static int varname(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint32_t pos,
 		   uint32_t slot, char *out, size_t outlen)
@@ -396,11 +382,11 @@ static int varname(struct ctx *c, uint64_t pt, const struct lj_ptinfo *pi, uint3
 				p++;
 		}
 		p++;
-		uint32_t startpc = lastpc + (uint32_t)uleb(&p, e);
+		uint32_t startpc = lastpc + (uint32_t)lj_uleb(&p, e);
 		lastpc = startpc;
 		if (startpc > pos)
 			break;
-		uint32_t endpc = startpc + (uint32_t)uleb(&p, e);
+		uint32_t endpc = startpc + (uint32_t)lj_uleb(&p, e);
 		if (pos < endpc && slot-- == 0) {
 			if (v < 7)
 				snprintf(out, outlen, "%s", vn[v]);

@@ -335,20 +335,6 @@ static void add_fixed(struct ll_ctx *c, int up, const char *name, const char *va
 	c->vars[c->n++] = (struct vm_var){ .upvalue = up, .name = name, .value = value };
 }
 
-static uint64_t uleb(const uint8_t **p, const uint8_t *end)
-{
-	uint64_t v = 0;
-	int sh = 0;
-	while (*p < end && sh < 35) {
-		uint8_t b = *(*p)++;
-		v |= (uint64_t)(b & 0x7f) << sh;
-		sh += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	return v;
-}
-
 /* Debug info block [A, END) of proto PT (varinfo, uvinfo run to the end
  * of the proto: sizept), read whole, bounded. *LEN bytes, NUL-ended. */
 static uint8_t *info_read(struct ll_ctx *c, uint64_t a, uint64_t pt, uint32_t sizept, size_t *len)
@@ -448,11 +434,11 @@ static void one_frame(struct ll_ctx *c, const struct thread_snap *ts, const stru
 				while (p < e && *p)
 					p++;
 			p++;
-			uint32_t startpc = lastpc + (uint32_t)uleb(&p, e);
+			uint32_t startpc = lastpc + (uint32_t)lj_uleb(&p, e);
 			lastpc = startpc;
 			if (startpc > pos)
 				break;
-			uint32_t endpc = startpc + (uint32_t)uleb(&p, e);
+			uint32_t endpc = startpc + (uint32_t)lj_uleb(&p, e);
 			if (pos < endpc) {
 				size_t room = (size_t)(e - name) < 256 ? (size_t)(e - name) : 256;
 				const char *nm = v < 7 ? vn[v]

@@ -85,4 +85,21 @@ static inline int lj_read_thread(const struct lj_objlayout *ol, struct mem *m, u
 	return mem_read(m, L, hdr, ol->L_stacksize + 4u);
 }
 
+/* One ULEB128 number of a prototype's debug info (varinfo, uvinfo:
+ * lj_debug.c debug_read_uleb128) at *P, never past END; *P moves past
+ * it. At most 5 bytes (35 bits) are taken. */
+static inline uint64_t lj_uleb(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t v = 0;
+	int sh = 0;
+	while (*p < end && sh < 35) {
+		uint8_t b = *(*p)++;
+		v |= (uint64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80))
+			break;
+	}
+	return v;
+}
+
 #endif
