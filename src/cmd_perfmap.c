@@ -26,6 +26,7 @@
 #include "err.h"
 #include "msg.h"
 #include "perfmap.h"
+#include "session.h"
 #include "target.h"
 #include "timeutil.h"
 #include "vm.h"
@@ -34,12 +35,6 @@
 #define PERFMAP_WRITE_MAX (1u << 20)         /* lines written at most per run */
 #define PERFMAP_SEEN_BITS 21                 /* the written set: 2 M slots, 16 MiB */
 
-static volatile sig_atomic_t stop_sig;
-
-static void on_signal(int sig)
-{
-	stop_sig = sig;
-}
 
 /* What was written: a set of line hashes (open addressing, never full:
  * PERFMAP_WRITE_MAX is a quarter of the slots), a buffer of lines. */
@@ -227,13 +222,7 @@ int cmd_perfmap(struct cli_opts *o)
 	}
 	if (o->perf_map_append)
 		seed_seen(&w, path);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	session_install_signals();
 	uint64_t start = time_now_ns();
 	uint64_t end = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
 	int status = 0, ntraces = 0, said_cut = 0;
@@ -256,14 +245,14 @@ int cmd_perfmap(struct cli_opts *o)
 				  (int)o->pid, shown, PERFMAP_WRITE_MAX);
 		}
 		uint64_t now = time_now_ns();
-		if (stop_sig || (end && now >= end))
+		if (session_stop_signal || (end && now >= end))
 			break;
 		uint64_t wait = PERFMAP_SCAN_NS;
 		if (end && end - now < wait)
 			wait = end - now;
 		struct timespec ts = { (time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull) };
 		nanosleep(&ts, NULL);
-		if (stop_sig)
+		if (session_stop_signal)
 			break;
 	}
 	close(fd);

@@ -66,7 +66,7 @@ static void on_signal(int sig)
 	session_stop_signal = sig;
 }
 
-static void install_signals(void)
+void session_install_signals(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -229,7 +229,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 	struct session *s = session_new(o);
 	if (!s)
 		return msg_err_pid(0, -LS_E_NOMEM);
-	install_signals();
+	session_install_signals();
 	pid_t pid = o->pid;
 	if (o->argv) {
 		int e = 0;

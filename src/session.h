@@ -79,4 +79,9 @@ int session_finish(struct session *s);
 /* Set by the SIGINT/SIGTERM/SIGHUP handler that session_start installs. */
 extern volatile int session_stop_signal;
 
+/* Install that handler (SIGINT, SIGTERM, SIGHUP set session_stop_signal;
+ * SIGPIPE is ignored), for commands that run a loop of their own
+ * (perf-map) as session_start does for record and top. */
+void session_install_signals(void);
+
 #endif
