@@ -9,8 +9,10 @@
 #include "err.h"
 #include "htab.h"
 #include "intern.h"
+#include "jitdump.h"
 #include "msg.h"
 #include "perfmap.h"
+#include "proc_maps.h"
 #include "timeutil.h"
 
 /* ---- parsing ---- */
@@ -84,18 +86,24 @@ static int parse_line(char *s, char *end, struct pm_ent *e)
 		end--;
 	if (end == b)
 		return -1;
-	if (end - b > PERFMAP_MAX_NAME) {
-		end = b + PERFMAP_MAX_NAME;
-		/* not inside a UTF-8 sequence */
-		while (end > b && ((unsigned char)*end & 0xc0) == 0x80)
-			end--;
-	}
-	for (char *q = b; q < end; q++)
-		if ((unsigned char)*q < 0x20 || *q == 0x7f)
-			*q = '?';
+	end = b + perfmap_name_clean(b, (size_t)(end - b));
 	*end = 0;
 	e->name = b;
 	return 0;
+}
+
+size_t perfmap_name_clean(char *s, size_t len)
+{
+	if (len > PERFMAP_MAX_NAME) {
+		len = PERFMAP_MAX_NAME;
+		/* not inside a UTF-8 sequence */
+		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			s[i] = '?';
+	return len;
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -113,9 +121,13 @@ void perfmap_table_free(struct perfmap_table *t)
 	memset(t, 0, sizeof *t);
 }
 
+static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
+		  unsigned long *overlapped);
+
 long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 		   struct perfmap_stats *st)
 {
+	long k;
 	memset(st, 0, sizeof *st);
 	perfmap_table_free(out);
 	char *buf = malloc(len + 1);
@@ -160,15 +172,31 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 		v[n++] = e;
 		p = next;
 	}
+	k = build(out, v, n, &st->overlapped);
+	free(v);
+	if (k < 0) {
+		free(buf);
+		return k;
+	}
+	out->text = buf;
+	return k;
+}
+
+/* Sort the N entries V (their SEQ set), drop overlaps (counted in
+ * *OVERLAPPED) and put the rest in OUT (empty before; its text is the
+ * caller's). V is reordered. Returns the entries kept or -LS_E_NOMEM. */
+static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
+		  unsigned long *overlapped)
+{
 	if (n > 1)
 		qsort(v, n, sizeof *v, ent_cmp);
-	/* overlaps: of two overlapping regions the later line wins; the kept
+	/* overlaps: of two overlapping regions the later one wins; the kept
 	 * ones stay sorted and disjoint (a replaced entry's predecessor ends
 	 * before it started, so before the new one too) */
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k > 0 && v[i].start < v[k - 1].end) {
-			st->overlapped++;
+			(*overlapped)++;
 			if (v[i].seq > v[k - 1].seq)
 				v[k - 1] = v[i];
 			continue;
@@ -176,21 +204,38 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 		v[k++] = v[i];
 	}
 	struct perfmap_entry *e = NULL;
-	if (k > 0 && !(e = malloc(k * sizeof *e))) {
-		free(v);
-		free(buf);
+	if (k > 0 && !(e = malloc(k * sizeof *e)))
 		return -LS_E_NOMEM;
-	}
 	for (size_t i = 0; i < k; i++) {
 		e[i].start = v[i].start;
 		e[i].end = v[i].end;
 		e[i].name = v[i].name;
 	}
-	free(v);
 	out->e = e;
 	out->n = k;
-	out->text = buf;
 	return (long)k;
+}
+
+long perfmap_table_build(struct perfmap_table *out, const struct perfmap_entry *v, size_t n,
+			 unsigned long *overlapped)
+{
+	perfmap_table_free(out);
+	struct pm_ent *w = NULL;
+	if (n > 0 && !(w = malloc(n * sizeof *w)))
+		return -LS_E_NOMEM;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].end <= v[i].start)
+			continue; /* a region moved away */
+		w[m].start = v[i].start;
+		w[m].end = v[i].end;
+		w[m].name = v[i].name;
+		w[m].seq = i;
+		m++;
+	}
+	long k = build(out, w, m, overlapped);
+	free(w);
+	return k;
 }
 
 const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, uint64_t addr)
@@ -223,6 +268,13 @@ struct perfmap {
 	off_t size;
 	struct timespec mtime;
 	int warned;
+	/* the jitdump file the target maps (jitdump.h) */
+	struct jitdump *jd;       /* NULL until one is found */
+	char jd_path[PERFMAP_MAX_NAME + 1]; /* its path in the target, cleaned, for messages */
+	dev_t jd_dev;
+	ino_t jd_ino;
+	uint64_t jd_next_check_ns;
+	int jd_warned;
 };
 
 pid_t perfmap_ns_pid(pid_t pid)
@@ -266,6 +318,7 @@ void perfmap_close(struct perfmap *pm)
 	if (!pm)
 		return;
 	perfmap_table_free(&pm->t);
+	jitdump_free(pm->jd);
 	free(pm);
 }
 
@@ -307,6 +360,17 @@ static void warn_cut(struct perfmap *pm)
 	msg_error("%s", b);
 }
 
+/* Whether the open file FD (its stat in *FS) may be read: a regular
+ * file owned by root or by the target's user, as perf requires. */
+static int usable(const struct perfmap *pm, int fd, struct stat *fs)
+{
+	struct stat ps;
+	char ppath[32];
+	snprintf(ppath, sizeof ppath, "/proc/%d", (int)pm->pid);
+	return fstat(fd, fs) == 0 && S_ISREG(fs->st_mode) && stat(ppath, &ps) == 0 &&
+	       (fs->st_uid == 0 || fs->st_uid == ps.st_uid);
+}
+
 /* Read PM's file again when it changed (bounded, see perfmap.h). */
 static void refresh(struct perfmap *pm)
 {
@@ -321,11 +385,8 @@ static void refresh(struct perfmap *pm)
 		forget(pm);
 		return;
 	}
-	struct stat fs, ps;
-	char ppath[32];
-	snprintf(ppath, sizeof ppath, "/proc/%d", (int)pm->pid);
-	if (fstat(fd, &fs) < 0 || !S_ISREG(fs.st_mode) || stat(ppath, &ps) < 0 ||
-	    (fs.st_uid != 0 && fs.st_uid != ps.st_uid)) {
+	struct stat fs;
+	if (!usable(pm, fd, &fs)) {
 		if (pm->have || pm->t.n)
 			forget(pm);
 		msg_debug(1, "pid %d: %s: not a regular file owned by root or the target's user: not read",
@@ -375,11 +436,138 @@ static void refresh(struct perfmap *pm)
 	warn_cut(pm);
 }
 
-const char *perfmap_lookup(struct perfmap *pm, uint64_t addr)
+/* ---- the target's jitdump file ---- */
+
+/* One line on what the reads of PM's jitdump skipped, the first time. */
+static void jd_warn(struct perfmap *pm)
 {
+	const struct jitdump_stats *st = jitdump_stats(pm->jd);
+	if (pm->jd_warned || (!st->malformed && !st->over_count && !st->bad_header && !st->broken &&
+			      !st->cut_bytes))
+		return;
+	pm->jd_warned = 1;
+	char b[1200];
+	int o = snprintf(b, sizeof b, "pid %d: jitdump %s:", (int)pm->pid, pm->jd_path);
+	const char *sep = "";
+#define JD_ADD(...)                                                            \
+	do {                                                                   \
+		if (o > 0 && (size_t)o < sizeof b) {                           \
+			o += snprintf(b + o, sizeof b - (size_t)o, __VA_ARGS__); \
+			sep = ";";                                             \
+		}                                                              \
+	} while (0)
+	if (st->bad_header)
+		JD_ADD(" not read (%s)", st->bad_header);
+	if (st->malformed)
+		JD_ADD("%s %lu malformed records skipped", sep, st->malformed);
+	if (st->over_count)
+		JD_ADD("%s %lu records past the first %d regions or %u MiB of names ignored", sep,
+		       st->over_count, PERFMAP_MAX_ENTRIES, JITDUMP_MAX_TEXT >> 20);
+	if (st->broken)
+		JD_ADD("%s not read past byte %llu (%s)", sep, (unsigned long long)st->broken_at,
+		       st->broken);
+	if (st->cut_bytes)
+		JD_ADD("%s read up to %llu MiB only", sep, (unsigned long long)(JITDUMP_MAX_BYTES >> 20));
+#undef JD_ADD
+	msg_error("%s", b);
+}
+
+/* The mapping of MAPS that is PM's target's jitdump (basename
+ * jit-NSPID.dump or jit-PID.dump: a child's inherited mapping of its
+ * parent's file is not its own), or NULL. */
+static const struct proc_map *jd_find(const struct perfmap *pm, const struct proc_maps *maps)
+{
+	char want[40], want2[40];
+	snprintf(want, sizeof want, "jit-%d.dump", (int)pm->nspid);
+	snprintf(want2, sizeof want2, "jit-%d.dump", (int)pm->pid);
+	for (int i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->m[i];
+		if (m->name && m->path && m->path[0] == '/' &&
+		    (!strcmp(m->name, want) || !strcmp(m->name, want2)))
+			return m;
+	}
+	return NULL;
+}
+
+/* Read on in the target's jitdump (jitdump.h), found in MAPS. */
+static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
+{
+	uint64_t now = time_now_ns();
+	if (!maps || (pm->jd_next_check_ns && now < pm->jd_next_check_ns))
+		return;
+	pm->jd_next_check_ns = now + PERFMAP_RECHECK_NS;
+	const struct proc_map *m = jd_find(pm, maps);
+	if (!m)
+		return; /* none (yet); what was read stays: its code may still run */
+	/* the very file mapped, through map_files (deleted or not, whatever
+	 * the mount namespace); else its path in the target's root */
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pm->pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && !m->deleted) {
+		int n = snprintf(path, sizeof path, "/proc/%d/root%s", (int)pm->pid, m->path);
+		if (n > 0 && (size_t)n < sizeof path)
+			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		msg_debug(1, "pid %d: jitdump %s: cannot open: %s", (int)pm->pid, m->path, strerror(errno));
+		return;
+	}
+	struct stat fs;
+	if (!usable(pm, fd, &fs)) {
+		msg_debug(1, "pid %d: jitdump %s: not a regular file owned by root or the target's user: not read",
+			  (int)pm->pid, m->path);
+		close(fd);
+		return;
+	}
+	if (pm->jd && (fs.st_dev != pm->jd_dev || fs.st_ino != pm->jd_ino ||
+		       (uint64_t)fs.st_size < jitdump_offset(pm->jd))) {
+		jitdump_free(pm->jd); /* another file, or this one cut short: read anew */
+		pm->jd = NULL;
+		pm->jd_warned = 0;
+	}
+	if (!pm->jd) {
+		if (!(pm->jd = jitdump_new())) {
+			close(fd);
+			return;
+		}
+		pm->jd_dev = fs.st_dev;
+		pm->jd_ino = fs.st_ino;
+		size_t n = strnlen(m->path, sizeof pm->jd_path - 1);
+		memcpy(pm->jd_path, m->path, n);
+		pm->jd_path[perfmap_name_clean(pm->jd_path, n)] = 0;
+	}
+	long k = jitdump_feed_fd(pm->jd, fd, (uint64_t)fs.st_size);
+	close(fd);
+	msg_debug(1, "pid %d: jitdump %s: %ld regions, read up to byte %llu of %llu", (int)pm->pid,
+		  pm->jd_path, k, (unsigned long long)jitdump_offset(pm->jd),
+		  (unsigned long long)fs.st_size);
+	jd_warn(pm);
+}
+
+const char *perfmap_lookup(struct perfmap *pm, uint64_t addr, const struct proc_maps *maps,
+			   const char **module)
+{
+	static const char *perf_map_mod, *jitdump_mod;
 	if (!pm)
 		return NULL;
 	refresh(pm);
 	const struct perfmap_entry *e = perfmap_table_find(&pm->t, addr);
-	return e ? intern(e->name) : NULL;
+	if (e) {
+		if (!perf_map_mod)
+			perf_map_mod = intern("[perf-map]");
+		if (module)
+			*module = perf_map_mod;
+		return intern(e->name);
+	}
+	jd_refresh(pm, maps);
+	const struct perfmap_table *t = pm->jd ? jitdump_table(pm->jd) : NULL;
+	if (!t || !(e = perfmap_table_find(t, addr)))
+		return NULL;
+	if (!jitdump_mod)
+		jitdump_mod = intern("[jitdump]");
+	if (module)
+		*module = jitdump_mod;
+	return intern(e->name);
 }

@@ -146,7 +146,7 @@ int main(void)
 	unsorted_overlapping();
 	many();
 	CHECK(parse("") == 0 && t.n == 0 && perfmap_table_find(&t, 0) == NULL);
-	CHECK(perfmap_lookup(NULL, 1) == NULL);
+	CHECK(perfmap_lookup(NULL, 1, NULL, NULL) == NULL);
 	perfmap_table_free(&t);
 	return check_summary("t_perfmap");
 }
