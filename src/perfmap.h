@@ -107,4 +107,13 @@ const char *perfmap_lookup(struct perfmap *pm, uint64_t addr, const struct proc_
 /* Stats of PM's last read (zero before any), for -v and tests. */
 const struct perfmap_stats *perfmap_last_stats(const struct perfmap *pm);
 
+/* record --perf-map (cmd_perfmap.c): with PID's map opened for writing
+ * as `luaspy perf-map` opens it (refused when it exists, unless APPEND),
+ * start a child process that writes it for PID's LuaJIT traces every
+ * 0.2 s, ended (SIGTERM, reaped) at luaspy's exit (atexit) or by its
+ * death, or when PID exits. RUNTIME is the session's ("LuaJIT ..."; else
+ * refused, exit 6). Returns 0, or an exit status (the line said). Call
+ * once, between samples (no thread stopped). */
+int perfmap_record_start(pid_t pid, const char *runtime, int append);
+
 #endif
