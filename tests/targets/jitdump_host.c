@@ -14,8 +14,10 @@
  * On SIGUSR1 it appends the first 30 bytes of a second JIT_CODE_LOAD for
  * the same code, named "jitdump_host::bridge_v2"; on SIGUSR2 the rest of
  * it (a record torn, then whole, as a writer racing a reader leaves it).
- *   jitdump_host SECS DIR   prints "PID START SIZE PATH" once ready
- * With SECS <= 0 it runs until killed. */
+ *   jitdump_host SECS DIR [late]   prints "PID START SIZE PATH" once ready
+ * With SECS <= 0 it runs until killed. With "late" the jitdump file is
+ * made (and mapped) only once SIGHUP came, at the next call of bridge():
+ * a JIT that starts after the profiler attached. */
 #include <elf.h>
 #include <fcntl.h>
 #include <lauxlib.h>
@@ -33,6 +35,10 @@
 typedef void (*tramp_fn)(void (*cb)(lua_State *), lua_State *L);
 static tramp_fn tramp;
 static int dump_fd = -1;
+static volatile sig_atomic_t want_dump;
+static void *code_mem;
+static char dump_path[4096];
+static int start_dump(void);
 static unsigned char v2[256];
 static size_t v2_len;
 
@@ -55,6 +61,8 @@ __attribute__((noinline)) static void call_back(lua_State *L)
 static int bridge(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TFUNCTION);
+	if (want_dump && dump_fd < 0 && start_dump() < 0)
+		return luaL_error(L, "cannot write %s", dump_path);
 	tramp(call_back, L);
 	return 0;
 }
@@ -111,6 +119,10 @@ static size_t load_record(unsigned char *b, void *mem, const char *name, uint64_
 
 static void on_usr(int sig)
 {
+	if (sig == SIGHUP) {
+		want_dump = 1;
+		return;
+	}
 	/* write(2) is async-signal-safe; the record was made beforehand */
 	if (sig == SIGUSR1 && write(dump_fd, v2, 30) != 30)
 		_exit(3);
@@ -118,29 +130,15 @@ static void on_usr(int sig)
 		_exit(3);
 }
 
-int main(int argc, char **argv)
+/* Make DUMP_PATH as perf's agents do: header, the marker mapping, a load
+ * naming the trampoline. 0, or -1 (said on stderr). */
+static int start_dump(void)
 {
-	int secs = argc > 1 ? atoi(argv[1]) : 30;
-	const char *dir = argc > 2 ? argv[2] : "/tmp";
 	long page = sysconf(_SC_PAGESIZE);
-	void *mem = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED) {
-		perror("mmap");
-		return 1;
-	}
-	memcpy(mem, code, sizeof code);
-	if (mprotect(mem, (size_t)page, PROT_READ | PROT_EXEC) < 0) {
-		perror("mprotect");
-		return 1;
-	}
-	tramp = (tramp_fn)mem;
-
-	char path[4096];
-	snprintf(path, sizeof path, "%s/jit-%d.dump", dir, (int)getpid());
-	dump_fd = open(path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644);
-	if (dump_fd < 0) {
-		perror(path);
-		return 1;
+	int fd = open(dump_path, O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		perror(dump_path);
+		return -1;
 	}
 	/* the header: magic, version, size, elf_mach, pad1, pid, timestamp, flags */
 	unsigned char hdr[40];
@@ -156,28 +154,55 @@ int main(int argc, char **argv)
 	o = put(hdr, o, &pid, 4);
 	o = put(hdr, o, &ts, 8);
 	o = put(hdr, o, &flags, 8);
-	if (write(dump_fd, hdr, o) != (ssize_t)o) {
+	if (write(fd, hdr, o) != (ssize_t)o) {
 		perror("write");
-		return 1;
+		return -1;
 	}
 	/* the marker mapping perf's agents make (PROT_EXEC, so that perf
 	 * records it; read-only where the file system forbids it) */
-	void *mark = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, dump_fd, 0);
+	void *mark = mmap(NULL, (size_t)page, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
 	if (mark == MAP_FAILED)
-		mark = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE, dump_fd, 0);
+		mark = mmap(NULL, (size_t)page, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (mark == MAP_FAILED) {
 		perror("mmap jitdump");
-		return 1;
+		return -1;
 	}
 	unsigned char rec[256];
-	size_t n = load_record(rec, mem, "jitdump_host::bridge", 1);
-	if (write(dump_fd, rec, n) != (ssize_t)n) {
+	size_t n = load_record(rec, code_mem, "jitdump_host::bridge", 1);
+	if (write(fd, rec, n) != (ssize_t)n) {
 		perror("write");
+		return -1;
+	}
+	dump_fd = fd;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int secs = argc > 1 ? atoi(argv[1]) : 30;
+	const char *dir = argc > 2 ? argv[2] : "/tmp";
+	int late = argc > 3 && !strcmp(argv[3], "late");
+	long page = sysconf(_SC_PAGESIZE);
+	void *mem = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		perror("mmap");
 		return 1;
 	}
+	memcpy(mem, code, sizeof code);
+	if (mprotect(mem, (size_t)page, PROT_READ | PROT_EXEC) < 0) {
+		perror("mprotect");
+		return 1;
+	}
+	tramp = (tramp_fn)mem;
+
+	snprintf(dump_path, sizeof dump_path, "%s/jit-%d.dump", dir, (int)getpid());
+	code_mem = mem;
+	if (!late && start_dump() < 0)
+		return 1;
 	v2_len = load_record(v2, mem, "jitdump_host::bridge_v2", 2);
 	signal(SIGUSR1, on_usr);
 	signal(SIGUSR2, on_usr);
+	signal(SIGHUP, on_usr);
 
 	lua_State *L = luaL_newstate();
 	luaL_openlibs(L);
@@ -186,7 +211,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", lua_tostring(L, -1));
 		return 1;
 	}
-	printf("%d %lx %zx %s\n", (int)getpid(), (unsigned long)mem, sizeof code, path);
+	printf("%d %lx %zx %s\n", (int)getpid(), (unsigned long)mem, sizeof code, dump_path);
 	fflush(stdout);
 	lua_pushinteger(L, secs);
 	int rc = 0;
