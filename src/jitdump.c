@@ -214,6 +214,10 @@ static int rec_load(struct jitdump *jd, struct src *s, uint64_t off, uint32_t ts
 		return 0;
 	}
 	size_t len = nul ? (size_t)(nul - name) : scan;
+	if (jd->nraw >= PERFMAP_MAX_ENTRIES) { /* before its name takes room */
+		jd->st.over_count++;
+		return 0;
+	}
 	int over = 0;
 	const char *kept = name_keep(jd, name, len, &over);
 	if (!kept) {
@@ -243,6 +247,10 @@ static int rec_move(struct jitdump *jd, struct src *s, uint64_t off, uint32_t ts
 	int64_t from = ref_find(jd, index, NULL);
 	if (from < 0 || size == 0 || addr + size < addr) {
 		jd->st.malformed++;
+		return 0;
+	}
+	if (jd->nraw >= PERFMAP_MAX_ENTRIES) { /* before the old region goes */
+		jd->st.over_count++;
 		return 0;
 	}
 	struct perfmap_entry *o = &jd->raw[from];

@@ -301,12 +301,15 @@ static void many(void)
 		snprintf(name, sizeof name, "f%zu", i);
 		load_raw(&b, 0x10000 + i * 16, 1, i, name, strlen(name), 0, 1);
 	}
+	/* a move past the limit: refused whole, the region stays where it was */
+	move(&b, 0x10000 + 5 * 16, 0x90000000, 1, 5);
 	fresh();
 	n = jitdump_feed(jd, b.p, b.n);
 	CHECK(n == PERFMAP_MAX_ENTRIES, "%ld", n);
 	CHECK(!jitdump_stats(jd)->malformed, "%lu", jitdump_stats(jd)->malformed);
-	CHECK(jitdump_stats(jd)->over_count == 10, "%lu", jitdump_stats(jd)->over_count);
+	CHECK(jitdump_stats(jd)->over_count == 11, "%lu", jitdump_stats(jd)->over_count);
 	CHECK(!strcmp(at(0x10000 + 5 * 16), "f5") && !strcmp(at(0x10000 + (loads - 1) * 16), ""));
+	CHECK(!strcmp(at(0x90000000), ""));
 	free(b.p);
 }
 
