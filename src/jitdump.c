@@ -26,6 +26,7 @@ struct code_ref {
 
 struct jitdump {
 	uint64_t off;                /* next byte to read; 0: the header */
+	uint8_t hdr[HDR_MIN];        /* the header read: a file rewritten has another */
 	struct perfmap_entry *raw;   /* regions in the order written */
 	size_t nraw, capraw;
 	struct code_ref *ref;        /* code_index -> latest region */
@@ -282,13 +283,25 @@ static int header(struct jitdump *jd, struct src *s)
 		return -1;
 	if (s->size < tsz)
 		return 0;
+	memcpy(jd->hdr, p, HDR_MIN);
 	jd->off = tsz;
 	return 1;
 }
 
+static void reset(struct jitdump *jd);
+
 static long feed(struct jitdump *jd, struct src *s)
 {
 	struct jitdump_stats *st = &jd->st;
+	if (jd->off) {
+		/* the same file still? one rewritten from its start (an agent
+		 * started again) has another header: read it anew */
+		const uint8_t *h = src_get(s, 0, HDR_MIN);
+		if (!h && s->io_error)
+			return s->io_error;
+		if (!h || memcmp(h, jd->hdr, HDR_MIN))
+			reset(jd);
+	}
 	if (st->bad_header || st->broken || st->closed || st->cut_bytes)
 		return (long)jd->nraw;
 	if (jd->off == 0 && header(jd, s) <= 0)
@@ -338,10 +351,9 @@ struct jitdump *jitdump_new(void)
 	return calloc(1, sizeof(struct jitdump));
 }
 
-void jitdump_free(struct jitdump *jd)
+/* Forget all JD read: it is new again. */
+static void reset(struct jitdump *jd)
 {
-	if (!jd)
-		return;
 	for (size_t i = 0; i < jd->nchunk; i++)
 		free(jd->chunk[i]);
 	free(jd->chunk);
@@ -349,6 +361,14 @@ void jitdump_free(struct jitdump *jd)
 	free(jd->ref);
 	htab_free(&jd->refs);
 	perfmap_table_free(&jd->t);
+	memset(jd, 0, sizeof *jd);
+}
+
+void jitdump_free(struct jitdump *jd)
+{
+	if (!jd)
+		return;
+	reset(jd);
 	free(jd);
 }
 

@@ -75,8 +75,9 @@ struct jitdump *jitdump_new(void);
 void jitdump_free(struct jitdump *jd);
 
 /* Read on from where JD stopped in the file contents DATA of LEN bytes
- * (the whole file as it is now: the same file each time, grown).
- * Returns the regions known (>= 0) or -LS_E_NOMEM. */
+ * (the whole file as it is now, grown). A file whose header is no longer
+ * the one read (rewritten from its start) is read anew: what JD held is
+ * forgotten. Returns the regions known (>= 0) or -LS_E_NOMEM. */
 long jitdump_feed(struct jitdump *jd, const void *data, size_t len);
 
 /* The same from the open file FD of SIZE bytes (pread, in windows of at

@@ -499,6 +499,10 @@ static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
 	const struct proc_map *m = jd_find(pm, maps);
 	if (!m)
 		return; /* none (yet); what was read stays: its code may still run */
+	char shown[PERFMAP_MAX_NAME + 1]; /* the path for messages: the target's bytes */
+	size_t sn = strnlen(m->path, sizeof shown - 1);
+	memcpy(shown, m->path, sn);
+	shown[perfmap_name_clean(shown, sn)] = 0;
 	/* the very file mapped, through map_files (deleted or not, whatever
 	 * the mount namespace); else its path in the target's root */
 	char path[4200];
@@ -511,13 +515,13 @@ static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
 			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	}
 	if (fd < 0) {
-		msg_debug(1, "pid %d: jitdump %s: cannot open: %s", (int)pm->pid, m->path, strerror(errno));
+		msg_debug(1, "pid %d: jitdump %s: cannot open: %s", (int)pm->pid, shown, strerror(errno));
 		return;
 	}
 	struct stat fs;
 	if (!usable(pm, fd, &fs)) {
 		msg_debug(1, "pid %d: jitdump %s: not a regular file owned by root or the target's user: not read",
-			  (int)pm->pid, m->path);
+			  (int)pm->pid, shown);
 		close(fd);
 		return;
 	}
@@ -534,9 +538,7 @@ static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
 		}
 		pm->jd_dev = fs.st_dev;
 		pm->jd_ino = fs.st_ino;
-		size_t n = strnlen(m->path, sizeof pm->jd_path - 1);
-		memcpy(pm->jd_path, m->path, n);
-		pm->jd_path[perfmap_name_clean(pm->jd_path, n)] = 0;
+		memcpy(pm->jd_path, shown, sizeof pm->jd_path);
 	}
 	long k = jitdump_feed_fd(pm->jd, fd, (uint64_t)fs.st_size);
 	close(fd);

@@ -168,6 +168,15 @@ static void well_formed(void)
 	CHECK(!strcmp(at(0x1000), "") && jitdump_stats(jd)->overlapped == 1);
 	/* fed again with nothing new: the same */
 	CHECK(jitdump_feed(jd, b.p, b.n) == 4);
+	/* rewritten from its start (another header), longer: read anew */
+	struct buf b2 = { 0 };
+	header(&b2, JITDUMP_MAGIC, 1, 48);
+	load(&b2, 0x5000, 0x10, 1, "rewritten");
+	while (b2.n < b.n + 100)
+		other(&b2, 2, 30);
+	CHECK(jitdump_feed(jd, b2.p, b2.n) == 1, "rewritten: %ld", jitdump_feed(jd, b2.p, b2.n));
+	CHECK(!strcmp(at(0x5000), "rewritten") && !strcmp(at(0x3000), "") && !jitdump_stats(jd)->closed);
+	free(b2.p);
 	free(b.p);
 }
 
