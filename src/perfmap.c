@@ -509,7 +509,9 @@ static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
 	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pm->pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	const char *via = "map_files";
 	if (fd < 0 && !m->deleted) {
+		via = "the target's root";
 		int n = snprintf(path, sizeof path, "/proc/%d/root%s", (int)pm->pid, m->path);
 		if (n > 0 && (size_t)n < sizeof path)
 			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -542,8 +544,8 @@ static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
 	}
 	long k = jitdump_feed_fd(pm->jd, fd, (uint64_t)fs.st_size);
 	close(fd);
-	msg_debug(1, "pid %d: jitdump %s: %ld regions, read up to byte %llu of %llu", (int)pm->pid,
-		  pm->jd_path, k, (unsigned long long)jitdump_offset(pm->jd),
+	msg_debug(1, "pid %d: jitdump %s (through %s): %ld regions, read up to byte %llu of %llu",
+		  (int)pm->pid, pm->jd_path, via, k, (unsigned long long)jitdump_offset(pm->jd),
 		  (unsigned long long)fs.st_size);
 	jd_warn(pm);
 }
