@@ -124,19 +124,12 @@ void perfmap_table_free(struct perfmap_table *t)
 static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
 		  unsigned long *overlapped);
 
-long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
-		   struct perfmap_stats *st)
+/* Parse the lines of BUF (LEN bytes and one more, writable: names are
+ * cut and terminated in place) into *V (*N entries of *CAP, appended to,
+ * SEQ their order), counting in ST. 0 or -LS_E_NOMEM (*V as it was). */
+static int parse_lines(char *buf, size_t len, struct pm_ent **v, size_t *n, size_t *cap,
+		       struct perfmap_stats *st)
 {
-	long k;
-	memset(st, 0, sizeof *st);
-	perfmap_table_free(out);
-	char *buf = malloc(len + 1);
-	if (!buf)
-		return -LS_E_NOMEM;
-	memcpy(buf, text, len);
-	buf[len] = 0;
-	struct pm_ent *v = NULL;
-	size_t n = 0, cap = 0;
 	char *p = buf, *bend = buf + len;
 	while (p < bend) {
 		char *nl = memchr(p, '\n', (size_t)(bend - p));
@@ -152,7 +145,7 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 			p = next;
 			continue;
 		}
-		if (n >= PERFMAP_MAX_ENTRIES) {
+		if (*n >= PERFMAP_MAX_ENTRIES) {
 			st->over_count++;
 			p = next;
 			continue;
@@ -163,14 +156,32 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 			p = next;
 			continue;
 		}
-		if (array_grow(&v, &cap, n + 1, sizeof *v) < 0) {
-			free(v);
-			free(buf);
+		if (array_grow(v, cap, *n + 1, sizeof **v) < 0)
 			return -LS_E_NOMEM;
-		}
-		e.seq = n;
-		v[n++] = e;
+		e.seq = *n;
+		(*v)[(*n)++] = e;
 		p = next;
+	}
+	return 0;
+}
+
+long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
+		   struct perfmap_stats *st)
+{
+	long k;
+	memset(st, 0, sizeof *st);
+	perfmap_table_free(out);
+	char *buf = malloc(len + 1);
+	if (!buf)
+		return -LS_E_NOMEM;
+	memcpy(buf, text, len);
+	buf[len] = 0;
+	struct pm_ent *v = NULL;
+	size_t n = 0, cap = 0;
+	if (parse_lines(buf, len, &v, &n, &cap, st) < 0) {
+		free(v);
+		free(buf);
+		return -LS_E_NOMEM;
 	}
 	k = build(out, v, n, &st->overlapped);
 	free(v);
@@ -268,6 +279,15 @@ struct perfmap {
 	off_t size;
 	struct timespec mtime;
 	int warned;
+	/* what was read of it: whole lines, in the order written; a file
+	 * that only grew is read on from DONE_OFF */
+	struct pm_ent *raw;
+	size_t nraw, capraw;
+	char **texts;             /* the bytes read, names cut in place */
+	size_t ntexts, captexts;
+	uint64_t done_off;        /* bytes of whole lines read */
+	char tail[256];           /* the last bytes before done_off */
+	size_t tail_len;
 	/* the jitdump file the target maps (jitdump.h) */
 	struct jitdump *jd;       /* NULL until one is found */
 	char jd_path[PERFMAP_MAX_NAME + 1]; /* its path in the target, cleaned, for messages */
@@ -303,6 +323,8 @@ pid_t perfmap_ns_pid(pid_t pid)
 	return nsp;
 }
 
+static void forget(struct perfmap *pm);
+
 struct perfmap *perfmap_open(pid_t pid)
 {
 	struct perfmap *pm = calloc(1, sizeof *pm);
@@ -317,7 +339,7 @@ void perfmap_close(struct perfmap *pm)
 {
 	if (!pm)
 		return;
-	perfmap_table_free(&pm->t);
+	forget(pm);
 	jitdump_free(pm->jd);
 	free(pm);
 }
@@ -332,6 +354,16 @@ static void forget(struct perfmap *pm)
 	perfmap_table_free(&pm->t);
 	memset(&pm->st, 0, sizeof pm->st);
 	pm->have = 0;
+	free(pm->raw);
+	pm->raw = NULL;
+	pm->nraw = pm->capraw = 0;
+	for (size_t i = 0; i < pm->ntexts; i++)
+		free(pm->texts[i]);
+	free(pm->texts);
+	pm->texts = NULL;
+	pm->ntexts = pm->captexts = 0;
+	pm->done_off = 0;
+	pm->tail_len = 0;
 }
 
 /* One line on what the read of PM's file skipped, the first time. */
@@ -399,12 +431,22 @@ static void refresh(struct perfmap *pm)
 		close(fd);
 		return;
 	}
+	/* grown, the bytes before what was read unchanged: read on */
+	int on = pm->have && fs.st_dev == pm->dev && fs.st_ino == pm->ino &&
+		 (uint64_t)fs.st_size >= pm->done_off;
+	if (on && pm->tail_len) {
+		char old[sizeof pm->tail];
+		on = pread(fd, old, pm->tail_len, (off_t)(pm->done_off - pm->tail_len)) ==
+			     (ssize_t)pm->tail_len && !memcmp(old, pm->tail, pm->tail_len);
+	}
+	if (!on)
+		forget(pm);
 	int cut = (uint64_t)fs.st_size > PERFMAP_MAX_BYTES;
-	size_t want = cut ? PERFMAP_MAX_BYTES : (size_t)fs.st_size;
-	char *buf = malloc(want ? want : 1);
-	size_t got = 0;
+	uint64_t end = cut ? PERFMAP_MAX_BYTES : (uint64_t)fs.st_size;
+	size_t want = end > pm->done_off ? (size_t)(end - pm->done_off) : 0, got = 0;
+	char *buf = malloc(want + 1);
 	while (buf && got < want) {
-		ssize_t r = pread(fd, buf + got, want - got, (off_t)got);
+		ssize_t r = pread(fd, buf + got, want - got, (off_t)(pm->done_off + got));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -416,15 +458,46 @@ static void refresh(struct perfmap *pm)
 		forget(pm);
 		return;
 	}
-	if (cut) { /* a line cut by the limit is no line */
-		char *nl = memrchr(buf, '\n', got);
-		got = nl ? (size_t)(nl - buf) + 1 : 0;
+	/* whole lines only: the last one may be half written (or cut by the
+	 * limit); it is read once its newline is there */
+	char *nl = got ? memrchr(buf, '\n', got) : NULL;
+	size_t keep = nl ? (size_t)(nl - buf) + 1 : 0;
+	/* the tail to recognise the file by next time */
+	if (keep >= sizeof pm->tail) {
+		memcpy(pm->tail, buf + keep - sizeof pm->tail, sizeof pm->tail);
+		pm->tail_len = sizeof pm->tail;
+	} else if (keep) {
+		size_t from_old = pm->tail_len + keep > sizeof pm->tail ? sizeof pm->tail - keep : pm->tail_len;
+		memmove(pm->tail, pm->tail + pm->tail_len - from_old, from_old);
+		memcpy(pm->tail + from_old, buf, keep);
+		pm->tail_len = from_old + keep;
 	}
-	long k = perfmap_parse(buf, got, &pm->t, &pm->st);
-	free(buf);
-	if (k < 0) {
-		forget(pm);
-		return;
+	long k = (long)pm->t.n;
+	if (keep) {
+		buf[keep] = 0;
+		struct pm_ent *tmp = NULL;
+		if (array_grow(&pm->texts, &pm->captexts, pm->ntexts + 1, sizeof *pm->texts) < 0 ||
+		    parse_lines(buf, keep, &pm->raw, &pm->nraw, &pm->capraw, &pm->st) < 0 ||
+		    (pm->nraw && !(tmp = malloc(pm->nraw * sizeof *tmp)))) {
+			free(buf);
+			forget(pm);
+			return;
+		}
+		pm->texts[pm->ntexts++] = buf;
+		pm->done_off += keep;
+		/* build() reorders what it gets: a copy, the file order kept */
+		if (pm->nraw)
+			memcpy(tmp, pm->raw, pm->nraw * sizeof *tmp);
+		perfmap_table_free(&pm->t);
+		pm->st.overlapped = 0;
+		k = build(&pm->t, tmp, pm->nraw, &pm->st.overlapped);
+		free(tmp);
+		if (k < 0) {
+			forget(pm);
+			return;
+		}
+	} else {
+		free(buf);
 	}
 	pm->st.cut_bytes = cut;
 	pm->have = 1;

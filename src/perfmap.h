@@ -92,9 +92,11 @@ void perfmap_close(struct perfmap *pm);
  * The perf map is looked up first, then the jitdump file (jitdump.h)
  * that MAPS (the target's current maps, or NULL: no jitdump) shows
  * mapped.
- * Re-reads the perf map (whole, bounded) when its size, mtime or inode
- * changed, checking at most every PERFMAP_RECHECK_NS; the jitdump grows
- * and is read on from where the last read stopped. A file is used only
+ * The perf map is checked at most every PERFMAP_RECHECK_NS: when it only
+ * grew (same inode, the last bytes read unchanged) it is read on from
+ * the end of its last whole line, else read anew (bounded); a last line
+ * without its newline is read once the newline is there. The jitdump
+ * grows too and is read on from where the last read stopped. A file is used only
  * when it is a regular file (no symlink as the last component of a
  * path), owned by root or by the target's user, as perf itself
  * requires; else nothing is read from it. The first time a read skips
