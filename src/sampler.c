@@ -188,6 +188,11 @@ static int c_callees_agree(struct target *t, const struct thread_snap *ts)
 		if (c->kind != FRAME_C || c->addr == 0)
 			continue;
 		const struct native_frame *nf = &ns->f[i - 1];
+		/* coroutine.resume/wrap (fast functions with no native frame
+		 * of their own) run the coroutine on a VM frame of its own
+		 * right inside the resumer's: nothing to compare */
+		if (nf->pc >= w->vm_start && nf->pc < w->vm_end)
+			continue;
 		int ret = !(nf->flags & NF_LEAF);
 		struct sym_info si;
 		symtab_lookup(t->sym, nf->pc, ret, &si);
@@ -213,6 +218,7 @@ static int copy_walk(struct target *t, const struct sampler_opts *o, struct thre
 	ts->native.n = 0;
 	ts->native.truncated = 0;
 	ts->regs = *regs;
+	ts->after = 1;
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	/* as --nonblocking: no page cache over a running target */
 	target_sample_reader(t, ts, 0);
@@ -308,6 +314,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 	ts->stack_len = 0;
 	ts->xlen = 0;
 	ts->held = 0;
+	ts->after = 0;
 	ts->native.n = 0;
 	ts->native.truncated = 0; /* no stale one from the last thread after a failed stop */
 	memset(&ts->regs, 0, sizeof ts->regs);
