@@ -1239,18 +1239,34 @@ static int maybe_mcode(struct target *t, uint64_t pc)
 	return (m->perms & MAP_X) && !proc_map_is_file(m) && m->path[0] != '[';
 }
 
+/* Does the SAVE_L slot of L's cframe (L->cframe, read now) lie in the
+ * stack copy of TS and name L? Then L ran on this thread at the tick
+ * (a deeper cframe of a coroutine it resumed that has yielded since is
+ * found by the walk: its SAVE_L is a suspended thread). */
+static int cframe_in_copy(struct vm *vm, struct thread_snap *ts, uint64_t L)
+{
+	uint64_t cf = 0, l2 = 0;
+	if (!L || mem_read_u64(ts->mem, L + vm->ol->L_cframe, &cf) < 0)
+		return 0;
+	cf &= ~3ull;
+	uint64_t at = cf + vm->lay->cf_L;
+	return cf && at >= ts->stack_addr && at + 8 <= ts->stack_addr + ts->stack_len &&
+	       lj_read_ref(vm->ol, ts->mem, at, &l2) == 0 && l2 == L;
+}
+
 /* For a sample taken while the thread ran on (TS->after: the perf
  * sampler's copies): the lua_State that ran at the tick, from the SAVE_L
  * slot of the innermost cframe in the stack copy, not g->cur_L, which
  * the heap read after the sample says and which changes at every
  * coroutine resume. The cframe is rsp in VM code (the VM's one CFI rule,
  * docs/luajit.md §5), the trace's cframe on a trace, else that of the
- * first VM or trace frame the native unwind of the copy meets. The slot
- * must lie in the copy and name a thread of state G. Fills *L, and
+ * first VM or trace frame the native unwind of the copy meets (not
+ * when CUR_L's cframe names CUR_L in the copy: -1, CUR_L stays). The
+ * slot must lie in the copy and name a thread of state G. Fills *L, and
  * *VMSTATE from the tick when known (LJ_VMST_INTERP in VM code, the
  * trace number on a trace; else unchanged). 0, or -1 when not found. */
 static int tick_L(struct vm *vm, struct target *t, struct thread_snap *ts, uint64_t g,
-		  uint64_t *L, int32_t *vmstate)
+		  uint64_t cur_L, uint64_t *L, int32_t *vmstate)
 {
 	struct ctx cc = ctx_make(vm, t, ts->mem), *c = &cc;
 	uint64_t rip = ts->regs.rip, cf = 0;
@@ -1261,8 +1277,9 @@ static int tick_L(struct vm *vm, struct target *t, struct thread_snap *ts, uint6
 		vs = LJ_VMST_INTERP;
 	} else if (maybe_mcode(t, rip) && (cf = tick_trace_cframe(c, g, rip, ts->regs.rsp, &tn))) {
 		vs = tn;
-	} else if (t->unw && t->sym) {
-		/* in C code called by the VM or a trace */
+	} else if (t->unw && t->sym && !cframe_in_copy(vm, ts, cur_L)) {
+		/* in C code called by the VM or a trace, and CUR_L's cframe
+		 * does not name it in the copy: unwind the copy */
 		struct native_stack *ns = malloc(sizeof *ns);
 		if (!ns)
 			return -1;
@@ -1364,7 +1381,7 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 	 * running now; g->jit_base is the one running now's */
 	uint64_t tl = 0;
 	int32_t tvs = s->vmstate;
-	if (ts->after && tick_L(vm, t, ts, g, &tl, &tvs) == 0 && tl != s->cur_L) {
+	if (ts->after && tick_L(vm, t, ts, g, s->cur_L, &tl, &tvs) == 0 && tl != s->cur_L) {
 		msg_debug(3, "luajit: tid %d: SAVE_L 0x%llx ran at the tick, g->cur_L 0x%llx now",
 			  (int)ts->tid, (unsigned long long)tl, (unsigned long long)s->cur_L);
 		s->cur_L = tl;
