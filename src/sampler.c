@@ -7,6 +7,7 @@
 #include "msg.h"
 #include "proc_ptrace.h"
 #include "sampler.h"
+#include "sampler_perf.h"
 #include "stopper.h"
 #include "timeutil.h"
 #include "unwind.h"
@@ -49,6 +50,41 @@ static int copy_stack(struct target *t, const struct sampler_opts *o, struct thr
 
 static int c_callees_agree(struct target *t, const struct thread_snap *ts);
 
+/* A perf sample's native walk when its leaf is in a function epilogue
+ * (perf_leaf_epilogue): the walk from the caller's registers CALLER, the
+ * leaf put in front. Not when the return address ends its function (a
+ * call to a noreturn function: its CFI row would be the next
+ * function's). Returns frames, or 0 to unwind as usual. */
+static int unwind_past_epilogue(struct target *t, struct thread_snap *ts,
+				const struct user_regs_struct *caller)
+{
+	uint64_t ra = caller->rip;
+	if (symtab_fde_start(t->sym, ra, NULL) != symtab_fde_start(t->sym, ra - 1, NULL))
+		return 0;
+	struct native_stack *ns = &ts->native;
+	int n = unwind_stack(t->unw, ts->tid, caller, ts->mem, NULL, NULL, ns);
+	if (n <= 0)
+		return 0;
+	if (n == UNWIND_MAX_FRAMES) {
+		n--;
+		ns->truncated = 1;
+	}
+	memmove(&ns->f[1], &ns->f[0], (size_t)n * sizeof ns->f[0]);
+	ns->f[1].flags &= ~NF_LEAF;
+	struct native_frame *f = &ns->f[0];
+	memset(f, 0, sizeof *f);
+	f->pc = ts->regs.rip;
+	f->sp = ts->regs.rsp;
+	f->flags = NF_LEAF;
+	const unsigned long long v[UREG_NREGS] = { ts->regs.rbx, ts->regs.rbp, ts->regs.r12,
+						   ts->regs.r13, ts->regs.r14, ts->regs.r15 };
+	for (int i = 0; i < UREG_NREGS; i++)
+		f->regs[i] = v[i];
+	f->regs_valid = (1u << UREG_NREGS) - 1;
+	ns->n = n + 1;
+	return ns->n;
+}
+
 /* Unwind and walk; no ptrace needed. */
 static int walk(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
 		struct stack *out, struct walk_info *info)
@@ -56,7 +92,12 @@ static int walk(struct target *t, const struct sampler_opts *o, struct thread_sn
 	ts->native.n = 0;
 	ts->native.truncated = 0;
 	if (o->native && !o->nonblocking) {
-		int rc = unwind_stack(t->unw, ts->tid, &ts->regs, ts->mem, NULL, NULL, &ts->native);
+		struct user_regs_struct caller;
+		int rc = 0;
+		if (ts->after && t->sym && perf_leaf_epilogue(&t->mem.base, ts->mem, &ts->regs, &caller))
+			rc = unwind_past_epilogue(t, ts, &caller);
+		if (rc == 0)
+			rc = unwind_stack(t->unw, ts->tid, &ts->regs, ts->mem, NULL, NULL, &ts->native);
 		if (rc < 0)
 			return rc;
 	}
@@ -188,6 +229,11 @@ static int c_callees_agree(struct target *t, const struct thread_snap *ts)
 		if (c->kind != FRAME_C || c->addr == 0)
 			continue;
 		const struct native_frame *nf = &ns->f[i - 1];
+		/* coroutine.resume/wrap (fast functions with no native frame
+		 * of their own) run the coroutine on a VM frame of its own
+		 * right inside the resumer's: nothing to compare */
+		if (nf->pc >= w->vm_start && nf->pc < w->vm_end)
+			continue;
 		int ret = !(nf->flags & NF_LEAF);
 		struct sym_info si;
 		symtab_lookup(t->sym, nf->pc, ret, &si);
@@ -202,6 +248,39 @@ static int c_callees_agree(struct target *t, const struct thread_snap *ts)
 	return 1;
 }
 
+/* The red zone: the 128 bytes below rsp that x86_64 code may use
+ * without moving rsp (System V ABI §3.2.2). */
+#define RED_ZONE 128
+
+/* A reader that refuses the red zone of a perf sample's thread, passing
+ * every other read to UNDER. The kernel copies the stack from rsp up
+ * (PERF_SAMPLE_STACK_USER): what was below it at the tick is not in the
+ * copy, and the live memory there has been reused since. A function's
+ * CFI may point there: at the `ret` of a gcc epilogue (`pop rbp; ret`)
+ * rbp is still described as saved at CFA-16, just below rsp; read live,
+ * that gave rbp garbage and a native walk that ended cleanly after two
+ * frames (kept stacks rooted at `cfib` in perf-sampler-sandwich.test).
+ * Refused, libdw still ends the walk there as if at the outermost frame
+ * (a return address it cannot compute is "undefined"), so a walk that
+ * needed a refused read is marked cut. perf_leaf_epilogue() runs such
+ * an epilogue over the copy instead, so few walks need one. */
+struct red_zone_guard {
+	struct mem base;
+	struct mem *under;
+	uint64_t lo, hi;                /* [rsp - RED_ZONE, rsp) */
+	int refused;                    /* reads refused */
+};
+
+static ssize_t guard_read(struct mem *base, uint64_t addr, void *buf, size_t len)
+{
+	struct red_zone_guard *g = (struct red_zone_guard *)base;
+	if (addr < g->hi && addr + len > g->lo) {
+		g->refused++;
+		return -LS_E_FAULT;
+	}
+	return g->under->read(g->under, addr, buf, len);
+}
+
 /* One capture and walk of the copies in TS (sampler_sample_copy). */
 static int copy_walk(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
 		     const struct user_regs_struct *regs, struct stack *out, struct walk_info *info)
@@ -213,14 +292,22 @@ static int copy_walk(struct target *t, const struct sampler_opts *o, struct thre
 	ts->native.n = 0;
 	ts->native.truncated = 0;
 	ts->regs = *regs;
+	ts->after = 1;
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	/* as --nonblocking: no page cache over a running target */
 	target_sample_reader(t, ts, 0);
+	struct red_zone_guard g = { .base.read = guard_read, .under = ts->ov.under,
+				    .lo = regs->rsp - RED_ZONE, .hi = regs->rsp };
+	ts->ov.under = &g.base;
 	int rc = 0;
 	if (t->vm && t->vm_ops->capture)
 		rc = t->vm_ops->capture(t->vm, t, ts);
+	g.refused = 0; /* the walk's (a capture may unwind to look, too) */
 	if (rc == 0)
 		rc = walk(t, o, ts, out, info);
+	if (g.refused)
+		ts->native.truncated = 1;
+	ts->ov.under = g.under;
 	return rc;
 }
 
@@ -281,6 +368,13 @@ int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct t
 		rc = -LS_E_TORN;
 	if (rc == 0 && t->vm && !strcmp(t->vm_ops->family, "puc") && !vm_frames_walked(out))
 		rc = -LS_E_TORN;
+	/* a native walk of the copy cut short (the red zone refused, a
+	 * frame past the copy read live and wrong): the Lua frames would
+	 * hang off whatever native frame it reached, a stack rooted in C
+	 * that never ran so. An error, where ptrace keeps such a stack (its
+	 * cuts are the unwinder's, not the copy's): docs/sampling.md §8 */
+	if (rc == 0 && t->vm && ts->native.truncated)
+		rc = -LS_E_UNWIND;
 	if (rc == 0 && again) {
 		/* the heap read twice must give the same stack: a chain that
 		 * moved under the first walk is a torn sample */
@@ -308,6 +402,7 @@ int sampler_sample_thread(struct target *t, pid_t tid, char state, int cpu,
 	ts->stack_len = 0;
 	ts->xlen = 0;
 	ts->held = 0;
+	ts->after = 0;
 	ts->native.n = 0;
 	ts->native.truncated = 0; /* no stale one from the last thread after a failed stop */
 	memset(&ts->regs, 0, sizeof ts->regs);

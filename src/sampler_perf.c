@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include "err.h"
+#include "proc_mem.h"
 #include "sampler_perf.h"
 
 #define RING_PAGES 32u              /* data pages per thread (a power of two) */
@@ -382,6 +383,84 @@ int perf_proc_next(struct perf_proc *p, struct perf_sample *s)
 			return 1;
 		}
 		__atomic_store_n(&m->data_tail, tail, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* The register numbered R (x86_64 encoding: rax 0 ... rdi 7, r8 8 ...). */
+static unsigned long long *gpr(struct user_regs_struct *r, int n)
+{
+	unsigned long long *t[16] = {
+		&r->rax, &r->rcx, &r->rdx, &r->rbx, &r->rsp, &r->rbp, &r->rsi, &r->rdi,
+		&r->r8, &r->r9, &r->r10, &r->r11, &r->r12, &r->r13, &r->r14, &r->r15,
+	};
+	return t[n & 15];
+}
+
+/* See sampler_perf.h. Instruction encodings: Intel SDM vol. 2 (POP 58+r
+ * with REX.B 41 for r8-r15; ADD r/m64, imm8 48 83 /0 and imm32 48 81 /0
+ * with ModRM c4 = rsp; LEAVE c9; RET c3, REP RET f3 c3). */
+int perf_leaf_epilogue(struct mem *code, struct mem *m, const struct user_regs_struct *regs,
+		       struct user_regs_struct *caller)
+{
+	struct user_regs_struct r = *regs;
+	uint8_t b[64];
+	if (mem_read(code, r.rip, b, sizeof b) < 0)
+		return 0;
+	size_t at = 0;
+	for (int k = 0; k < 8 && at + 7 <= sizeof b; k++) {
+		uint64_t v;
+		if (b[at] == 0xc3 || (b[at] == 0xf3 && b[at + 1] == 0xc3)) {
+			if (mem_read_u64(m, r.rsp, &v) < 0 || !v)
+				return 0;
+			r.rip = v;
+			r.rsp += 8;
+			*caller = r;
+			return 1;
+		}
+		int reg = -1, len = 0;
+		if (b[at] >= 0x58 && b[at] <= 0x5f) {
+			reg = b[at] - 0x58;
+			len = 1;
+		} else if (b[at] == 0x41 && b[at + 1] >= 0x58 && b[at + 1] <= 0x5f) {
+			reg = 8 + b[at + 1] - 0x58;
+			len = 2;
+		}
+		if (reg == 4)
+			return 0;               /* pop rsp: no epilogue */
+		if (reg >= 0) {
+			if (mem_read_u64(m, r.rsp, &v) < 0)
+				return 0;
+			*gpr(&r, reg) = v;
+			r.rsp += 8;
+			at += (size_t)len;
+			continue;
+		}
+		if (b[at] == 0x48 && (b[at + 1] == 0x83 || b[at + 1] == 0x81) && b[at + 2] == 0xc4) {
+			int32_t imm;
+			if (b[at + 1] == 0x83) {
+				imm = (int8_t)b[at + 3];
+				len = 4;
+			} else {
+				memcpy(&imm, b + at + 3, 4);
+				len = 7;
+			}
+			if (imm < 0 || imm > 65536)
+				return 0;
+			r.rsp += (uint64_t)imm;
+			at += (size_t)len;
+			continue;
+		}
+		if (b[at] == 0xc9) {            /* leave: mov rsp, rbp; pop rbp */
+			r.rsp = r.rbp;
+			if (mem_read_u64(m, r.rsp, &v) < 0)
+				return 0;
+			r.rbp = v;
+			r.rsp += 8;
+			at += 1;
+			continue;
+		}
+		return 0;
 	}
 	return 0;
 }

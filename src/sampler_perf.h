@@ -78,4 +78,20 @@ int perf_proc_next(struct perf_proc *p, struct perf_sample *s);
  * fd closed by perf_proc_sync. */
 void perf_hup(int epfd, int fd);
 
+struct mem;
+
+/* A perf sample's leaf in a function epilogue: at most 8 instructions
+ * from REGS->rip that are `pop` of a general register, `add rsp, imm`,
+ * `leave`, then `ret` (c3, f3 c3). The kernel's stack copy starts at
+ * rsp, and the epilogue's CFI still says the registers it popped are
+ * saved below rsp (gcc emits no restore rule after `pop`): the unwinder
+ * read them from live memory reused since, or not at all, and ended the
+ * walk there as if at the outermost frame (kept stacks rooted at `cfib`,
+ * docs/sampling.md §8). So the epilogue is run over M (the copy) into
+ * *CALLER: the caller's registers, rip its return address. Code is read
+ * through CODE (the live target: text does not change). 1 when done,
+ * 0 when REGS->rip is not in such an epilogue (or a read failed). */
+int perf_leaf_epilogue(struct mem *code, struct mem *m, const struct user_regs_struct *regs,
+		       struct user_regs_struct *caller);
+
 #endif

@@ -44,6 +44,11 @@ struct thread_snap {
 	int held;                       /* the walk runs while the thread is stopped
 	                                 * (--blocking, dump): no heap scans now, ask
 	                                 * for them with walk_info.discover */
+	int after;                      /* capture() runs after the sample, the
+	                                 * thread running on (the perf sampler's
+	                                 * copies): the registers and the stack
+	                                 * copy are the sample's, the heap is
+	                                 * not; 0 for ptrace samples */
 	int want_vars;                  /* set by the caller before the sample (dump
 	                                 * --locals): the walk keeps what
 	                                 * vm_ops.locals needs of its Lua frames */

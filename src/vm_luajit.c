@@ -1214,6 +1214,112 @@ static int state_on_stack(const struct vm *vm, struct mem *m, const struct threa
 	return cf >= ts->regs.rsp && cf - ts->regs.rsp < (8u << 20);
 }
 
+/* The cframe a trace runs on whose stack pointer is SP: CFRAME_SIZE_JIT
+ * (CFRAME_SIZE + 16) above it plus the trace's spadjust, the trace found
+ * in state G's trace list by ADDR (its mcode). 0 when ADDR is on no
+ * trace of G. *TN: the trace to look at first (a hint), then the
+ * trace's number. docs/luajit.md §10.5. */
+static uint64_t tick_trace_cframe(struct ctx *c, uint64_t g, uint64_t addr, uint64_t sp, int *tn)
+{
+	uint64_t T;
+	uint16_t spadj = 0;
+	if (trace_find(c, g, *tn, addr, &T, tn) < 0 ||
+	    mem_read_u16(c->m, T + c->ol->tr_spadjust, &spadj) < 0)
+		return 0;
+	return sp + 16 + spadj;
+}
+
+/* Might PC be JIT machine code: in an anonymous executable mapping, or
+ * in none (mcode allocated after the maps were read)? */
+static int maybe_mcode(struct target *t, uint64_t pc)
+{
+	const struct proc_map *m = t->sym ? proc_maps_find(symtab_maps(t->sym), pc) : NULL;
+	if (!m)
+		return pc != 0;
+	return (m->perms & MAP_X) && !proc_map_is_file(m) && m->path[0] != '[';
+}
+
+/* Does the SAVE_L slot of L's cframe (L->cframe, read now) lie in the
+ * stack copy of TS and name L? Then L ran on this thread at the tick
+ * (a deeper cframe of a coroutine it resumed that has yielded since is
+ * found by the walk: its SAVE_L is a suspended thread). */
+static int cframe_in_copy(struct vm *vm, struct thread_snap *ts, uint64_t L)
+{
+	uint64_t cf = 0, l2 = 0;
+	if (!L || mem_read_u64(ts->mem, L + vm->ol->L_cframe, &cf) < 0)
+		return 0;
+	cf &= ~3ull;
+	uint64_t at = cf + vm->lay->cf_L;
+	return cf && at >= ts->stack_addr && at + 8 <= ts->stack_addr + ts->stack_len &&
+	       lj_read_ref(vm->ol, ts->mem, at, &l2) == 0 && l2 == L;
+}
+
+/* For a sample taken while the thread ran on (TS->after: the perf
+ * sampler's copies): the lua_State that ran at the tick, from the SAVE_L
+ * slot of the innermost cframe in the stack copy, not g->cur_L, which
+ * the heap read after the sample says and which changes at every
+ * coroutine resume. The cframe is rsp in VM code (the VM's one CFI rule,
+ * docs/luajit.md §5), the trace's cframe on a trace, else that of the
+ * first VM or trace frame the native unwind of the copy meets (not
+ * when CUR_L's cframe names CUR_L in the copy: -1, CUR_L stays). The
+ * slot must lie in the copy and name a thread of state G. Fills *L, and
+ * *VMSTATE from the tick when known (LJ_VMST_INTERP in VM code, the
+ * trace number on a trace; else unchanged). 0, or -1 when not found. */
+static int tick_L(struct vm *vm, struct target *t, struct thread_snap *ts, uint64_t g,
+		  uint64_t cur_L, uint64_t *L, int32_t *vmstate)
+{
+	struct ctx cc = ctx_make(vm, t, ts->mem), *c = &cc;
+	uint64_t rip = ts->regs.rip, cf = 0;
+	int32_t vs = *vmstate;
+	int tn = vs; /* the trace running now: a hint */
+	if (in_vm(vm, rip)) {
+		cf = ts->regs.rsp;
+		vs = LJ_VMST_INTERP;
+	} else if (maybe_mcode(t, rip) && (cf = tick_trace_cframe(c, g, rip, ts->regs.rsp, &tn))) {
+		vs = tn;
+	} else if (t->unw && t->sym && !cframe_in_copy(vm, ts, cur_L)) {
+		/* in C code called by the VM or a trace, and CUR_L's cframe
+		 * does not name it in the copy: unwind the copy */
+		struct native_stack *ns = malloc(sizeof *ns);
+		if (!ns)
+			return -1;
+		int n = unwind_stack(t->unw, ts->tid, &ts->regs, ts->mem, NULL, NULL, ns);
+		for (int i = 1; i < n && !cf; i++) {
+			uint64_t pc = ns->f[i].pc;
+			if (in_vm(vm, pc)) {
+				cf = ns->f[i].sp;
+				break;
+			}
+			if (symtab_module_at(t->sym, pc - 1, NULL, NULL))
+				continue;
+			/* code without CFI: a trace, else the unwind went astray */
+			tn = vs;
+			if (maybe_mcode(t, pc - 1) &&
+			    (cf = tick_trace_cframe(c, g, pc - 1, ns->f[i].sp, &tn)))
+				vs = tn;
+			break;
+		}
+		free(ns);
+	}
+	if (!cf)
+		return -1;
+	/* in VM code, a subroutine the VM calls (vm_mod, vm_floor...) has
+	 * rsp one or two return addresses below the cframe (find_cframe) */
+	uint64_t lo = ts->stack_addr, hi = lo + ts->stack_len;
+	for (int d = 0; d <= (in_vm(vm, rip) ? 16 : 0); d += 8) {
+		uint64_t l2 = 0, g2 = 0, at = cf + (uint64_t)d + vm->lay->cf_L;
+		if (at < lo || at + 8 > hi ||
+		    lj_read_ref(vm->ol, ts->mem, at, &l2) < 0 || !l2 || (l2 & 7) ||
+		    !lj_is_gct(vm->ol, ts->mem, l2, LJ_GCT_THREAD) ||
+		    lj_read_ref(vm->ol, ts->mem, l2 + vm->ol->L_glref, &g2) < 0 || g2 != g)
+			continue;
+		*L = l2;
+		*vmstate = vs;
+		return 0;
+	}
+	return -1;
+}
+
 static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 {
 	struct lj_snap *s = (struct lj_snap *)ts->vm_data;
@@ -1271,11 +1377,26 @@ static int lj_capture(struct vm *vm, struct target *t, struct thread_snap *ts)
 		s->jit_base = a[1];
 	}
 	s->have = 1;
+	/* a perf sample: the thread that ran at the tick, not the one
+	 * running now; g->jit_base is the one running now's */
+	uint64_t tl = 0;
+	int32_t tvs = s->vmstate;
+	if (ts->after && tick_L(vm, t, ts, g, s->cur_L, &tl, &tvs) == 0 && tl != s->cur_L) {
+		msg_debug(3, "luajit: tid %d: SAVE_L 0x%llx ran at the tick, g->cur_L 0x%llx now",
+			  (int)ts->tid, (unsigned long long)tl, (unsigned long long)s->cur_L);
+		s->cur_L = tl;
+		s->vmstate = tvs;
+		s->jit_base = 0;
+	}
 	/* copy cur_L's stack: the walk runs after the thread resumed */
 	uint64_t L = s->cur_L;
 	uint8_t hdr[128];
 	if (!L || lj_read_thread(vm->ol, m, L, hdr) < 0)
 		return 0;
+	/* the coroutine that ran at the tick has yielded since: its frames
+	 * are no longer the sample's (LUA_YIELD, lj_state.c) */
+	if (tl == L && hdr[vm->ol->L_status] == 1)
+		return -LS_E_TORN;
 	copy_parents(vm, t, ts, tb, L, hdr);
 	uint64_t stack = 0;
 	uint32_t ssz;

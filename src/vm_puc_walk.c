@@ -841,6 +841,41 @@ static int place_state(struct wctx *c, int i)
 	return i;
 }
 
+/* For a sample whose chain was read after it (TS->after: the perf
+ * sampler): does the native copy hold more VM activations than the chain
+ * explains? A native frame in luaV_execute (its symbol, or the range a
+ * walk learned: vm->exec, vm->wexec) that no Lua segment replaced, or
+ * more lua_resume frames (vm->resume_fn) than the chain has states: the
+ * coroutine that ran at the tick has yielded or returned since, and the
+ * stack would end at its resumer (lua5.2 without luaV_execute's symbol:
+ * CI kept 1387 such stacks, none reaching co_work). 1 when so. */
+static int vm_frames_unexplained(const struct wctx *c)
+{
+	const struct native_stack *ns = c->ns;
+	int resumes = 0, states = 0;
+	for (int i = 0; i < c->n; i++)
+		states += c->vm->raw[i].last != 0;
+	for (int k = 0; k < ns->n; k++) {
+		const struct native_frame *f = &ns->f[k];
+		if (c->vm->resume_fn && puc_native_start(c->vm, c->t, f) == c->vm->resume_fn)
+			resumes++;
+		if (!in_exec(c->vm, f->pc - !(f->flags & NF_LEAF)))
+			continue;
+		int placed = 0;
+		for (int s = 0; s < c->nsegs && !placed; s++)
+			placed = c->segs[s].native_index == k && c->segs[s].replace && c->segs[s].n > 0;
+		if (!placed) {
+			msg_debug(2, "puc: native frame %d in luaV_execute has no Lua frames", k);
+			return 1;
+		}
+	}
+	if (resumes > states) {
+		msg_debug(2, "puc: %d lua_resume frames, %d states in the chain", resumes, states);
+		return 1;
+	}
+	return 0;
+}
+
 /* The running leaf's exact line (5.1 and 5.4 keep pc in a register). */
 static void walk_leaf_line(struct wctx *c)
 {
@@ -891,7 +926,8 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 		for (int i = 0; i < c.n;)
 			i = place_state(&c, i);
 		walk_leaf_line(&c);
-		rc = emit_walk(lw, c.sf, c.segs, c.nsegs);
+		rc = ts->after && t->sym && vm_frames_unexplained(&c) ? -LS_E_TORN :
+		     emit_walk(lw, c.sf, c.segs, c.nsegs);
 		info->lua_frames = nlua;
 		info->vmstate = intern(vm->raw[0].lua ? "interpreter" : "C");
 		info->state = vm->raw[0].lua ? VMS_INTERP : VMS_C;
