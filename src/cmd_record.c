@@ -12,6 +12,7 @@
 #include "err.h"
 #include "msg.h"
 #include "out.h"
+#include "pgrep.h"
 #include "profile.h"
 #include "profile_read.h"
 #include "session.h"
@@ -56,6 +57,16 @@ static void resolve_line(struct frame *fr, void *arg)
 {
 	(void)arg;
 	symtab_resolve_line(fr);
+}
+
+/* -s or several --pgrep matches: the run ended and no process was Lua. */
+static void record_say_nolua(const struct cli_opts *o, const struct session *s)
+{
+	if (o->npids > 1)
+		msg_error("no Lua runtime appeared in the %d processes --pgrep '%s' matched%s", o->npids,
+			  o->pgrep, o->subprocesses ? " or their descendants" : "");
+	else
+		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
 }
 
 /* ------------------------------------------------------------ --period */
@@ -173,7 +184,7 @@ static void period_upload(struct period *pr, const struct profile *q, uint64_t f
 	if (until_s <= from_s)
 		until_s = from_s + 1;
 	char name[1024];
-	if (!pr->o->subprocesses) {
+	if (!pr->o->subprocesses && pr->o->npids < 2) {
 		upload_name(pr, name, sizeof name, session_pid(pr->s), NULL);
 		upload_one(pr, q, name, from_s, until_s);
 		return;
@@ -407,9 +418,9 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	if (profile_total(p) > 0 || pr.n == 0)
 		period_cut(&pr, time_now_ns());
 	const struct session_stats *st = session_stats(s);
-	int nolua = o->subprocesses && !session_runtime(s);
+	int nolua = (o->subprocesses || o->npids > 1) && !session_runtime(s);
 	if (nolua)
-		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+		record_say_nolua(o, s);
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed\n",
 		(unsigned long long)st->samples, (unsigned long long)st->errors, pr.written,
@@ -483,6 +494,12 @@ upload:
 			return err_exit_code(LS_E_USAGE);
 		}
 	}
+	int pg = pgrep_resolve(o);
+	if (pg) {
+		if (o->upload)
+			upload_finish(0);
+		return pg;
+	}
 	struct session *s;
 	/* native lines are looked up once, at the end, not in the first
 	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
@@ -531,9 +548,9 @@ upload:
 	if (profile_name_functions(p) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
 	int wrc = out_write_file(p, o->format, o->output);
-	int nolua = o->subprocesses && !session_runtime(s);
+	int nolua = (o->subprocesses || o->npids > 1) && !session_runtime(s);
 	if (nolua)
-		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+		record_say_nolua(o, s);
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);
