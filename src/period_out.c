@@ -4,6 +4,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include "period_out.h"
 
 static struct {
@@ -25,6 +28,14 @@ static void *writer(void *unused)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);  /* signals are the sampling thread's */
+	/* the sampling thread runs at nice -10 when allowed (session.c) and
+	 * this one inherits it: encoding a period is no reason to take a
+	 * CPU from the target or anyone else */
+	id_t tid = (id_t)syscall(SYS_gettid);
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, tid);
+	if (errno == 0 && nice < 0)
+		setpriority(PRIO_PROCESS, tid, 0);
 	pthread_mutex_lock(&w.mu);
 	for (;;) {
 		while (!w.n && !w.stop)
