@@ -95,6 +95,10 @@ struct period {
 	unsigned long long written, failed; /* by the writer thread (__atomic) */
 	unsigned long long dropped;         /* periods the full queue refused */
 	uint64_t dropped_samples;           /* ... and their samples */
+	uint64_t queued_samples;            /* samples of the periods handed to the writer and
+	                                     * not done yet (__atomic) */
+	int abandoned;                      /* the end gave up waiting: the writer runs no more
+	                                     * job (__atomic) */
 };
 
 /* One finished period on its way to the writer thread (period_out.h):
@@ -372,9 +376,15 @@ static void period_write(void *jv, void *arg)
 {
 	struct period_job *j = jv;
 	struct period *pr = arg;
+	uint64_t samples = profile_meta_const(j->q)->samples;
+	if (__atomic_load_n(&pr->abandoned, __ATOMIC_ACQUIRE)) {
+		profile_free(j->q);
+		free(j);
+		return;
+	}
 	if (pr->o->upload)
 		period_upload(pr->o, j);
-	if (j->path[0]) {
+	if (j->path[0] && !__atomic_load_n(&pr->abandoned, __ATOMIC_ACQUIRE)) {
 		int wrc = record_write_file(j->q, pr->o->format, j->path);
 		if (wrc < 0) {
 			__atomic_add_fetch(&pr->failed, 1, __ATOMIC_RELAXED);
@@ -388,6 +398,7 @@ static void period_write(void *jv, void *arg)
 	}
 	profile_free(j->q);
 	free(j);
+	__atomic_sub_fetch(&pr->queued_samples, samples, __ATOMIC_RELAXED);
 }
 
 /* Cut the period that ends now: its stacks into a profile of their own
@@ -443,6 +454,7 @@ static void period_cut(struct period *pr, uint64_t now, int final)
 			goto next;
 		}
 	}
+	__atomic_add_fetch(&pr->queued_samples, m->samples, __ATOMIC_RELAXED);
 	while (period_out_push(j) < 0) {
 		if (final) {
 			struct timespec ts = { 0, 10 * 1000000L };
@@ -451,6 +463,7 @@ static void period_cut(struct period *pr, uint64_t now, int final)
 		}
 		/* the writer is PERIOD_OUT_QUEUE_MAX periods behind (a stalled
 		 * disk, a FIFO nobody reads): sampling goes on, this period goes */
+		__atomic_sub_fetch(&pr->queued_samples, m->samples, __ATOMIC_RELAXED);
 		pr->dropped++;
 		pr->dropped_samples += m->samples;
 		if (pr->dropped == 1)
@@ -506,11 +519,43 @@ static int status_tick(void *arg, const struct session_stats *st)
 /* Seconds the end of a run waits for the upload queue to drain. */
 #define UPLOAD_DRAIN_S 15.0
 
+/* The end of record --period: every period queued is written (a FIFO:
+ * once its reader comes), however long that takes, unless Ctrl-C (or
+ * SIGTERM, SIGHUP) comes meanwhile: then what still waits is dropped,
+ * counted, and the writer is left behind (its job ends with the
+ * process). */
+static void record_wait_output(struct period *pr)
+{
+	uint64_t t0 = time_now_ns();
+	int said = 0;
+	session_stop_signal = 0;
+	for (int n; (n = period_out_pending()) > 0;) {
+		if (session_stop_signal) {
+			__atomic_store_n(&pr->abandoned, 1, __ATOMIC_RELEASE);
+			pr->dropped += (unsigned long long)n;
+			pr->dropped_samples += __atomic_load_n(&pr->queued_samples, __ATOMIC_RELAXED);
+			msg_error("%d period(s) not written: dropped at your request", n);
+			return;
+		}
+		if (!said && time_now_ns() - t0 >= 1000000000ull) {
+			msg_error("waiting for the output of %d period(s) (a FIFO nobody reads?); "
+				  "Ctrl-C drops them", n);
+			said = 1;
+		}
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	period_out_finish();
+}
+
 /* record --period: sample, cutting a profile every period, until the
  * run ends; then the last period. Exit status as cmd_record's. */
 static int record_periods(struct cli_opts *o, struct session *s, struct profile *p)
 {
-	struct period pr = { .o = o, .s = s, .p = p };
+	/* static: a writer left waiting for a FIFO's reader at the end
+	 * (see record_wait_output) may still read it after this returns */
+	static struct period pr;
+	pr = (struct period){ .o = o, .s = s, .p = p };
 	pr.period_ns = (uint64_t)(o->period_s * 1e9);
 	pr.run_start = pr.start = time_now_ns();
 	pr.start_unix = time_unix_ns();
@@ -529,18 +574,16 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 		fputc('\n', stderr);
 	if (profile_total(p) > 0 || pr.n == 0)
 		period_cut(&pr, time_now_ns(), 1);
-	/* every period queued is written (a FIFO: once its reader comes) */
-	if (period_out_pending())
-		msg_debug(1, "waiting for the output of %d period(s)", period_out_pending());
-	period_out_finish();
+	record_wait_output(&pr);
+	unsigned long long written = __atomic_load_n(&pr.written, __ATOMIC_RELAXED);
+	unsigned long long failed = __atomic_load_n(&pr.failed, __ATOMIC_RELAXED);
 	const struct session_stats *st = session_stats(s);
 	int nolua = (o->subprocesses || o->npids > 1) && !session_runtime(s);
 	if (nolua)
 		record_say_nolua(o, s);
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed",
-		(unsigned long long)st->samples, (unsigned long long)st->errors, pr.written,
-		pr.failed);
+		(unsigned long long)st->samples, (unsigned long long)st->errors, written, failed);
 	if (pr.dropped)
 		fprintf(stderr, ", %llu dropped (%llu samples)", pr.dropped,
 			(unsigned long long)pr.dropped_samples);
@@ -559,7 +602,7 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	if (o->stats) {
 		session_print_stats(s, stderr);
 		fprintf(stderr, "periods: %llu written, %llu failed, %llu dropped of %llu samples (of %.0f s "
-			"each; the output queue holds %d)\n", pr.written, pr.failed, pr.dropped,
+			"each; the output queue holds %d)\n", written, failed, pr.dropped,
 			(unsigned long long)pr.dropped_samples, o->period_s, PERIOD_OUT_QUEUE_MAX);
 		if (o->upload)
 			fprintf(stderr, "uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped "
@@ -569,7 +612,7 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	}
 	profile_free(p);
 	int code = session_finish(s);
-	if (pr.failed || pr.dropped || uc.rejected || uc.dropped)
+	if (failed || pr.dropped || uc.rejected || uc.dropped)
 		return 1;
 	if (nolua && code == 0)
 		return err_exit_code(LS_E_NOTLUA);
