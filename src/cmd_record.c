@@ -99,6 +99,7 @@ struct period {
 	                                     * not done yet (__atomic) */
 	int abandoned;                      /* the end gave up waiting: the writer runs no more
 	                                     * job (__atomic) */
+	int said_waiting;                   /* the end said it waits for the output */
 };
 
 /* One finished period on its way to the writer thread (period_out.h):
@@ -455,8 +456,15 @@ static void period_cut(struct period *pr, uint64_t now, int final)
 		}
 	}
 	__atomic_add_fetch(&pr->queued_samples, m->samples, __ATOMIC_RELAXED);
+	uint64_t t0 = time_now_ns();
 	while (period_out_push(j) < 0) {
-		if (final) {
+		if (final && !session_stop_signal) {
+			/* the last period: wait for room, as record_wait_output waits */
+			if (!pr->said_waiting && time_now_ns() - t0 >= 1000000000ull) {
+				msg_error("waiting for the output of %d period(s) (a FIFO nobody reads?); "
+					  "Ctrl-C drops them", period_out_pending() + 1);
+				pr->said_waiting = 1;
+			}
 			struct timespec ts = { 0, 10 * 1000000L };
 			nanosleep(&ts, NULL);
 			continue;
@@ -527,8 +535,6 @@ static int status_tick(void *arg, const struct session_stats *st)
 static void record_wait_output(struct period *pr)
 {
 	uint64_t t0 = time_now_ns();
-	int said = 0;
-	session_stop_signal = 0;
 	for (int n; (n = period_out_pending()) > 0;) {
 		if (session_stop_signal) {
 			__atomic_store_n(&pr->abandoned, 1, __ATOMIC_RELEASE);
@@ -537,10 +543,10 @@ static void record_wait_output(struct period *pr)
 			msg_error("%d period(s) not written: dropped at your request", n);
 			return;
 		}
-		if (!said && time_now_ns() - t0 >= 1000000000ull) {
+		if (!pr->said_waiting && time_now_ns() - t0 >= 1000000000ull) {
 			msg_error("waiting for the output of %d period(s) (a FIFO nobody reads?); "
 				  "Ctrl-C drops them", n);
-			said = 1;
+			pr->said_waiting = 1;
 		}
 		struct timespec ts = { 0, 20 * 1000000L };
 		nanosleep(&ts, NULL);
@@ -572,6 +578,8 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	session_run(s, p, 50 * 1000000ull, status_tick, &ss);
 	if (ss.printed)
 		fputc('\n', stderr);
+	/* from here a stop signal drops the output still waiting */
+	session_stop_signal = 0;
 	if (profile_total(p) > 0 || pr.n == 0)
 		period_cut(&pr, time_now_ns(), 1);
 	record_wait_output(&pr);
