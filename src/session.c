@@ -244,7 +244,8 @@ int session_start(const struct cli_opts *o, struct session **out)
 			return start_failed(s, msg_self(pid));
 		}
 		int rc = proc_check(pid);
-		if (rc < 0)
+		/* --pgrep: the first match may have exited since; the others count */
+		if (rc < 0 && !(o->npids > 1 && (rc == -LS_E_NOPID || rc == -LS_E_ZOMBIE)))
 			return start_failed(s, msg_err_pid(pid, rc));
 	}
 	struct tgt *tg = follow_add(&s->fl, pid);
