@@ -25,6 +25,7 @@ enum {
 	OPT_FOCUS, OPT_IGNORE, OPT_NOLINENO, OPT_TID, OPT_PERIOD,
 	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER,
 	OPT_PERF_MAP_APPEND,
+	OPT_PERF_MAP,
 	OPT_PGREP, OPT_PGREP_FULL
 };
 
@@ -152,8 +153,11 @@ static const struct cli_option {
 	  "show each Lua frame's local variables and upvalues" },
 	{ "locals-length", 0, OPT_LOCALS_LENGTH, "BYTES", D, GRP_OUTPUT,
 	  "bytes of a string value --locals shows (default 80, max 65536)" },
-	{ "perf-map-append", 0, OPT_PERF_MAP_APPEND, NULL, M, GRP_OUTPUT,
+	{ "perf-map-append", 0, OPT_PERF_MAP_APPEND, NULL, M | R, GRP_OUTPUT,
 	  "add to an existing /tmp/perf-PID.map instead of refusing" },
+	{ "perf-map", 0, OPT_PERF_MAP, NULL, R, GRP_OUTPUT,
+	  "keep /tmp/perf-PID.map updated with the LuaJIT target's\n"
+	  "traces while recording, as luaspy perf-map does" },
 	/* --pgrep (pgrep.c, docs/pgrep.md) */
 	{ "pgrep", 0, OPT_PGREP, "PATTERN", R | T | D, GRP_TARGET,
 	  "processes whose name matches PATTERN (POSIX ERE, as\n"
@@ -430,6 +434,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		break;
 	}
 	case OPT_PERF_MAP_APPEND: o->perf_map_append = 1; break;
+	case OPT_PERF_MAP: o->perf_map = 1; break;
 	case OPT_PGREP:
 	case OPT_PGREP_FULL:
 		if (o->pgrep)

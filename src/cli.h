@@ -57,7 +57,8 @@ struct cli_opts {
 	int nupload_headers;
 	int locals;                /* dump --locals */
 	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
-	int perf_map_append;       /* perf-map --perf-map-append */
+	int perf_map_append;       /* perf-map, record --perf-map-append */
+	int perf_map;              /* record --perf-map */
 	/* --pgrep (pgrep.c, docs/pgrep.md) */
 	const char *pgrep;         /* --pgrep or --pgrep-full PATTERN (POSIX ERE), or NULL */
 	int pgrep_full;            /* --pgrep-full: match the command line, not the name */

@@ -256,6 +256,118 @@ static void dump_skipped(FILE *f, const struct cli_opts *o, pid_t pid, int e, co
  * printed to stderr but returned. Returns 0, or -LS_E_* (SUB: the
  * process was listed as not dumped), or (not SUB) an exit status > 0
  * after the message. */
+/* What the walks of one dump's threads share. */
+struct dump_ctx {
+	struct cli_opts *o;
+	struct target *t;
+	pid_t pid;
+	FILE *f;
+	const char *desc;      /* the runtime's description, or NULL */
+	char vmjson[600];      /* the same as a JSON object, when desc */
+	struct sampler_opts so;
+	int hold;              /* threads held stopped for the whole dump */
+	int vars;              /* variables read (--locals, coroutine names) */
+	int coros;             /* --all-coroutines */
+	struct thread_snap ts;
+	struct stack st;
+	struct dump_vars dv;
+	struct body_names bn;
+	struct dump_hold h;
+	int shown;
+};
+
+/* The process's header: pid, command line, runtime (and the core's). */
+static void dump_header(struct dump_ctx *d)
+{
+	struct target *t = d->t;
+	FILE *f = d->f;
+	d->desc = t->vm && t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
+	if (d->desc) {
+		FILE *mf = fmemopen(d->vmjson, sizeof d->vmjson - 1, "w");
+		if (mf) {
+			fprintf(mf, "{\"runtime\":\"%s\",\"description\":", t->vm_ops->family);
+			out_put_json(mf, d->desc);
+			fputc('}', mf);
+			fclose(mf);
+		}
+	}
+	if (d->o->json) {
+		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)d->pid);
+		out_put_json(f, t->cmdline);
+		if (d->desc) {
+			fputs(",\"vm\":", f);
+			fputs(d->vmjson, f);
+		}
+		if (t->core)
+			dump_core_header(f, d->o, t);
+		fputs(",\"threads\":[", f);
+	} else {
+		fprintf(f, "Process %d: %s\n", (int)d->pid, t->cmdline);
+		if (d->desc)
+			fprintf(f, "Runtime: %s\n", d->desc);
+		if (t->core)
+			dump_core_header(f, d->o, t);
+	}
+}
+
+/* Thread I (TH, in STATE) sampled and shown; a held one's snapshot kept
+ * for the coroutine walk. */
+static void dump_thread(struct dump_ctx *d, const struct proc_thread *th, int i, char state)
+{
+	struct target *t = d->t;
+	struct walk_info info;
+	struct sampler_opts sh = d->so;
+	sh.held = (d->hold && d->h.stoprc[i] == 0) || t->core;
+	if (t->core) /* no stop: the registers the core holds */
+		sh.regs = &t->core->th[i].regs;
+	d->ts.want_vars = d->vars;
+	memset(&info, 0, sizeof info);
+	stack_clear(&d->st);
+	int rc = d->hold ? d->h.stoprc[i] : 0;
+	for (int k = 0; (!d->hold || sh.held) && k < DUMP_RETRIES; k++) {
+		rc = sampler_sample_thread(t, th->tid, state, -1, &sh, &d->ts, &d->st, &info, NULL);
+		/* again after a torn read, or once the walker could look
+		 * for a state it did not know (not while the thread was held) */
+		if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
+			break;
+	}
+	if (t->core && rc == -LS_E_TORN)
+		rc = -LS_E_GARBAGE; /* a core does not run: not torn, inconsistent */
+	if (d->hold && sh.held) {
+		/* what the coroutine walk needs of it: registers, capture */
+		struct thread_snap *hs = &d->h.held[d->h.nheld++];
+		hs->tid = d->ts.tid;
+		hs->state = d->ts.state;
+		hs->regs = d->ts.regs;
+		memcpy(hs->vm_data, d->ts.vm_data, sizeof d->ts.vm_data);
+		hs->mem = &t->mem.base;
+	}
+	if (rc == -LS_E_GONE)
+		return;
+	dump_vars_clear(&d->dv);
+	if (d->vars && rc == 0 && info.lua_frames > 0) {
+		int lr = t->vm_ops->locals(t->vm, t, &d->ts, d->o->locals_length, dump_vars_add, &d->dv);
+		if (lr < 0)
+			msg_debug(1, "pid %d: tid %d: locals: %s", (int)d->pid, (int)th->tid, err_text(lr));
+		if (d->coros)
+			body_names_add(&d->bn, &d->dv);
+	}
+	const char *err = rc < 0 ? err_text(rc) : NULL;
+	struct dump_vars *dv = d->o->locals ? &d->dv : NULL;
+	if (d->o->json) {
+		if (d->shown)
+			fputc(',', d->f);
+		out_dump_thread_json(d->f, th->tid, th->name, state, &d->st, d->desc ? d->vmjson : NULL,
+				     info.vmstate, err, d->ts.native.truncated, dv);
+	} else {
+		if (d->shown)
+			fputc('\n', d->f);
+		out_dump_thread_text(d->f, th->tid, th->name, state, &d->st, info.vmstate, err,
+				     d->ts.native.truncated, dv);
+	}
+	d->shown++;
+}
+
 static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 {
 	struct target *t;
@@ -286,157 +398,77 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 	else if (!t->core && vmrc < 0)
 		msg_debug(1, "pid %d: no Lua runtime found; showing native stacks only", (int)pid);
 
-	struct sampler_opts so;
-	sampler_opts_default(&so);
-	so.idle = 1;
-	so.walk_stopped = 1;
-	so.native = o->native;
-	so.stack_copy_bytes = 64 * 1024;
-	so.stop_timeout_ns = 1000 * 1000000ull;
+	struct dump_ctx *d = calloc(1, sizeof *d);
+	if (!d) {
+		target_close(t);
+		return msg_err_pid(pid, -LS_E_NOMEM);
+	}
+	d->o = o;
+	d->t = t;
+	d->pid = pid;
+	d->f = stdout;
+	sampler_opts_default(&d->so);
+	d->so.idle = 1;
+	d->so.walk_stopped = 1;
+	d->so.native = o->native;
+	d->so.stack_copy_bytes = 64 * 1024;
+	d->so.stop_timeout_ns = 1000 * 1000000ull;
 
 	struct proc_thread *th;
 	int nth;
 	rc = t->core ? dump_core_threads(t, &th, &nth) : proc_threads(pid, &th, &nth);
 	if (rc < 0) {
+		free(d);
 		target_close(t);
 		return msg_err_pid(pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
 	}
-	const char *desc = t->vm && t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
-	char vmjson[600] = "";
-	if (desc) {
-		FILE *mf = fmemopen(vmjson, sizeof vmjson - 1, "w");
-		if (mf) {
-			fprintf(mf, "{\"runtime\":\"%s\",\"description\":", t->vm_ops->family);
-			out_put_json(mf, desc);
-			fputc('}', mf);
-			fclose(mf);
-		}
-	}
-	FILE *f = stdout;
-	if (o->json) {
-		fprintf(f, "{\"pid\":%d,\"cmdline\":", (int)pid);
-		out_put_json(f, t->cmdline);
-		if (desc) {
-			fputs(",\"vm\":", f);
-			fputs(vmjson, f);
-		}
-		if (t->core)
-			dump_core_header(f, o, t);
-		fputs(",\"threads\":[", f);
-	} else {
-		fprintf(f, "Process %d: %s\n", (int)pid, t->cmdline);
-		if (desc)
-			fprintf(f, "Runtime: %s\n", desc);
-		if (t->core)
-			dump_core_header(f, o, t);
-	}
-	struct thread_snap ts;
-	memset(&ts, 0, sizeof ts);
-	struct stack st = { 0 };
-	int shown = 0, errors = 0;
+	dump_header(d);
 	/* --all-coroutines: every thread is held stopped from before the
 	 * first walk until the coroutines are listed, so that the list and
 	 * the threads' stacks are one moment (a coroutine that runs on a
 	 * thread is walked from its registers) */
-	int coros = o->all_coroutines && t->vm && t->vm_ops->coroutines;
+	d->coros = o->all_coroutines && t->vm && t->vm_ops->coroutines;
 	/* --locals: values are read while the thread is still stopped, so
 	 * every thread is held the same way */
 	int locals = o->locals && t->vm && t->vm_ops->locals;
-	int hold = coros || locals;
+	d->hold = d->coros || locals;
 	/* the variables are read for --all-coroutines too: they name the
 	 * coroutines' body functions */
-	int vars = (locals || coros) && t->vm_ops->locals;
-	struct dump_vars dv = { 0 };
-	struct body_names bn = { 0 };
-	struct dump_hold h;
-	if (dump_hold_alloc(&h, nth, hold) < 0) {
+	d->vars = (locals || d->coros) && t->vm_ops->locals;
+	if (dump_hold_alloc(&d->h, nth, d->hold) < 0) {
 		free(th);
+		free(d);
 		target_close(t);
 		return msg_err_pid(pid, -LS_E_NOMEM);
 	}
-	char *states = h.states;
-	int *stoprc = h.stoprc;
+	char *states = d->h.states;
 	for (int i = 0; i < nth; i++) {
 		states[i] = t->core ? th[i].state : proc_thread_state(pid, th[i].tid);
-		if (hold && states[i] != '?' && !t->core)
-			stoprc[i] = ptrace_stop(th[i].tid, so.stop_timeout_ns, &h.stops[i]);
+		if (d->hold && states[i] != '?' && !t->core)
+			d->h.stoprc[i] = ptrace_stop(th[i].tid, d->so.stop_timeout_ns, &d->h.stops[i]);
 	}
-	for (int i = 0; i < nth; i++) {
-		struct walk_info info;
-		char state = states[i];
-		if (state == '?')
-			continue; /* gone since listing */
-		struct sampler_opts sh = so;
-		sh.held = (hold && stoprc[i] == 0) || t->core;
-		if (t->core) /* no stop: the registers the core holds */
-			sh.regs = &t->core->th[i].regs;
-		ts.want_vars = vars;
-		memset(&info, 0, sizeof info);
-		stack_clear(&st);
-		rc = hold ? stoprc[i] : 0;
-		for (int k = 0; (!hold || sh.held) && k < DUMP_RETRIES; k++) {
-			rc = sampler_sample_thread(t, th[i].tid, state, -1, &sh, &ts, &st, &info, NULL);
-			/* again after a torn read, or once the walker could look
-			 * for a state it did not know (not while the thread was held) */
-			if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
-				break;
-		}
-		if (t->core && rc == -LS_E_TORN)
-			rc = -LS_E_GARBAGE; /* a core does not run: not torn, inconsistent */
-		if (hold && sh.held) {
-			/* what the coroutine walk needs of it: registers, capture */
-			struct thread_snap *hs = &h.held[h.nheld++];
-			hs->tid = ts.tid;
-			hs->state = ts.state;
-			hs->regs = ts.regs;
-			memcpy(hs->vm_data, ts.vm_data, sizeof ts.vm_data);
-			hs->mem = &t->mem.base;
-		}
-		if (rc == -LS_E_GONE)
-			continue;
-		dump_vars_clear(&dv);
-		if (vars && rc == 0 && info.lua_frames > 0) {
-			int lr = t->vm_ops->locals(t->vm, t, &ts, o->locals_length, dump_vars_add, &dv);
-			if (lr < 0)
-				msg_debug(1, "pid %d: tid %d: locals: %s", (int)pid, (int)th[i].tid,
-					  err_text(lr));
-			if (coros)
-				body_names_add(&bn, &dv);
-		}
-		const char *err = rc < 0 ? err_text(rc) : NULL;
-		if (rc < 0)
-			errors++;
-		if (o->json) {
-			if (shown)
-				fputc(',', f);
-			out_dump_thread_json(f, th[i].tid, th[i].name, state, &st,
-					     desc ? vmjson : NULL, info.vmstate, err, ts.native.truncated,
-					     o->locals ? &dv : NULL);
-		} else {
-			if (shown)
-				fputc('\n', f);
-			out_dump_thread_text(f, th[i].tid, th[i].name, state, &st, info.vmstate, err,
-					     ts.native.truncated, o->locals ? &dv : NULL);
-		}
-		shown++;
-	}
+	for (int i = 0; i < nth; i++)
+		if (states[i] != '?') /* gone since listing */
+			dump_thread(d, &th[i], i, states[i]);
 	if (o->json)
-		fputc(']', f);
-	if (coros)
-		dump_coroutines(f, o, t, &h, &bn);
-	if (hold)
-		dump_release(&h, nth, t->core != NULL);
-	dump_vars_clear(&dv);
-	free(dv.f);
-	free(bn.e);
+		fputc(']', d->f);
+	if (d->coros)
+		dump_coroutines(d->f, o, t, &d->h, &d->bn);
+	if (d->hold)
+		dump_release(&d->h, nth, t->core != NULL);
+	dump_vars_clear(&d->dv);
+	free(d->dv.f);
+	free(d->bn.e);
 	if (o->json)
-		fputs("}\n", f);
-	fflush(f);
+		fputs("}\n", d->f);
+	fflush(d->f);
 	ptrace_reap_pending();
-	thread_snap_free(&ts);
-	stack_free(&st);
-	dump_hold_free(&h);
+	thread_snap_free(&d->ts);
+	stack_free(&d->st);
+	dump_hold_free(&d->h);
 	free(th);
+	int shown = d->shown;
+	free(d);
 	int status = t->core ? dump_core_status(o, t, vmrc) : 0;
 	target_close(t);
 	if (shown == 0 && sub)

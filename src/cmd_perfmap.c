@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "cli.h"
@@ -184,6 +186,70 @@ static int flush_lines(struct pm_writer *w, int fd)
 	return 0;
 }
 
+/* Write lines for T's LuaJIT traces (T is process PID) through W to FD
+ * (SHOWN in messages) every PERFMAP_SCAN_NS, until END_NS (0: no end), a
+ * stop signal or the target's exit. Returns 0, or an exit status when a
+ * write failed (said). */
+static int write_loop(struct target *t, pid_t pid, struct pm_writer *w, int fd, const char *shown,
+		      uint64_t end)
+{
+	int status = 0, said_cut = 0;
+	msg_debug(1, "pid %d: writing %s", (int)pid, shown);
+	for (;;) {
+		int gone = target_refresh(t) == -LS_E_GONE || kill(pid, 0) < 0;
+		if (gone)
+			break;
+		vm_luajit_traces(t, add_trace, w);
+		if (flush_lines(w, fd) < 0) {
+			msg_error("pid %d: writing %s: %s", (int)pid, shown, strerror(errno));
+			status = err_exit_code(LS_E_IO);
+			break;
+		}
+		if (w->cut && !said_cut) {
+			said_cut = 1;
+			msg_error("pid %d: %s: %u lines written, the most one run writes; later traces are not named",
+				  (int)pid, shown, PERFMAP_WRITE_MAX);
+		}
+		uint64_t now = time_now_ns();
+		if (session_stop_signal || (end && now >= end))
+			break;
+		uint64_t wait = PERFMAP_SCAN_NS;
+		if (end && end - now < wait)
+			wait = end - now;
+		struct timespec ts = { (time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull) };
+		nanosleep(&ts, NULL);
+		if (session_stop_signal)
+			break;
+	}
+	return status;
+}
+
+/* Open PID's map for writing (the refusal rules of open_map()), its
+ * path shown in SHOWN (64 bytes), W's set seeded with what is there
+ * when APPEND. The fd, or -1 with an exit status in *STATUS (said). */
+static int writer_open(pid_t pid, int append, struct pm_writer *w, char *shown, int *status)
+{
+	pid_t nsp = perfmap_ns_pid(pid);
+	char path[96];
+	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)pid, (int)nsp);
+	snprintf(shown, 64, "/tmp/perf-%d.map", (int)nsp);
+	memset(w, 0, sizeof *w);
+	w->seen = calloc((size_t)1 << PERFMAP_SEEN_BITS, sizeof *w->seen);
+	if (!w->seen) {
+		*status = msg_err_pid(pid, -LS_E_NOMEM);
+		return -1;
+	}
+	int fd = open_map(path, shown, pid, append);
+	if (fd < 0) {
+		free(w->seen);
+		*status = err_exit_code(LS_E_IO);
+		return -1;
+	}
+	if (append)
+		seed_seen(w, path);
+	return fd;
+}
+
 int cmd_perfmap(struct cli_opts *o)
 {
 	struct target *t = NULL;
@@ -204,57 +270,18 @@ int cmd_perfmap(struct cli_opts *o)
 		target_close(t);
 		return msg_unsupported(o->pid, "perf-map names LuaJIT traces; PUC Lua has no JIT code");
 	}
-	pid_t nsp = perfmap_ns_pid(o->pid);
-	char path[96], shown[64];
-	snprintf(path, sizeof path, "/proc/%d/root/tmp/perf-%d.map", (int)o->pid, (int)nsp);
-	snprintf(shown, sizeof shown, "/tmp/perf-%d.map", (int)nsp);
-	int fd = open_map(path, shown, o->pid, o->perf_map_append);
+	struct pm_writer w;
+	char shown[64];
+	int status = 0;
+	int fd = writer_open(o->pid, o->perf_map_append, &w, shown, &status);
 	if (fd < 0) {
 		target_close(t);
-		return err_exit_code(LS_E_IO);
+		return status;
 	}
-	struct pm_writer w = { 0 };
-	w.seen = calloc((size_t)1 << PERFMAP_SEEN_BITS, sizeof *w.seen);
-	if (!w.seen) {
-		close(fd);
-		target_close(t);
-		return msg_err_pid(o->pid, -LS_E_NOMEM);
-	}
-	if (o->perf_map_append)
-		seed_seen(&w, path);
 	session_install_signals();
 	uint64_t start = time_now_ns();
 	uint64_t end = o->duration_s > 0 ? start + (uint64_t)(o->duration_s * 1e9) : 0;
-	int status = 0, ntraces = 0, said_cut = 0;
-	msg_debug(1, "pid %d: writing %s", (int)o->pid, shown);
-	for (;;) {
-		int gone = target_refresh(t) == -LS_E_GONE || kill(o->pid, 0) < 0;
-		if (gone)
-			break;
-		int n = vm_luajit_traces(t, add_trace, &w);
-		if (n > ntraces)
-			ntraces = n;
-		if (flush_lines(&w, fd) < 0) {
-			msg_error("pid %d: writing %s: %s", (int)o->pid, shown, strerror(errno));
-			status = err_exit_code(LS_E_IO);
-			break;
-		}
-		if (w.cut && !said_cut) {
-			said_cut = 1;
-			msg_error("pid %d: %s: %u lines written, the most one run writes; later traces are not named",
-				  (int)o->pid, shown, PERFMAP_WRITE_MAX);
-		}
-		uint64_t now = time_now_ns();
-		if (session_stop_signal || (end && now >= end))
-			break;
-		uint64_t wait = PERFMAP_SCAN_NS;
-		if (end && end - now < wait)
-			wait = end - now;
-		struct timespec ts = { (time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull) };
-		nanosleep(&ts, NULL);
-		if (session_stop_signal)
-			break;
-	}
+	status = write_loop(t, o->pid, &w, fd, shown, end);
 	close(fd);
 	if (!status)
 		printf("Wrote %lu perf map lines for LuaJIT traces to %s\n", w.written, shown);
@@ -262,4 +289,68 @@ int cmd_perfmap(struct cli_opts *o)
 	free(w.buf);
 	target_close(t);
 	return status;
+}
+
+/* ---- record --perf-map: the same writer in a child process ---- */
+
+static pid_t record_child;
+
+/* At luaspy's exit: end the writer (it finishes its scan, says what it
+ * wrote) and reap it. */
+static void record_child_end(void)
+{
+	if (record_child <= 0)
+		return;
+	kill(record_child, SIGTERM);
+	int st;
+	while (waitpid(record_child, &st, 0) < 0 && errno == EINTR)
+		;
+	record_child = 0;
+}
+
+int perfmap_record_start(pid_t pid, const char *runtime, int append)
+{
+	if (!runtime || strncmp(runtime, "LuaJIT", 6))
+		return msg_unsupported(pid, "--perf-map names LuaJIT traces; PUC Lua has no JIT code");
+	struct pm_writer w;
+	char shown[64];
+	int status = 0;
+	int fd = writer_open(pid, append, &w, shown, &status);
+	if (fd < 0)
+		return status;
+	pid_t parent = getpid();
+	fflush(NULL);
+	pid_t c = fork();
+	if (c < 0) {
+		msg_error("pid %d: --perf-map: fork: %s", (int)pid, strerror(errno));
+		close(fd);
+		free(w.seen);
+		return err_exit_code(LS_E_IO);
+	}
+	if (c > 0) {
+		close(fd);
+		free(w.seen);
+		record_child = c;
+		atexit(record_child_end);
+		return 0;
+	}
+	/* the child: a reader of the target's memory of its own (no stop,
+	 * no ptrace), until luaspy ends it or dies */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(0);
+	struct target *t = NULL;
+	int vmrc;
+	char why[512];
+	int rc = target_open(pid, VM_PROBE, &t, &vmrc, why, sizeof why);
+	if (rc < 0 || vmrc < 0 || t->vm_ops != &vm_luajit_ops) {
+		msg_error("pid %d: --perf-map: the LuaJIT VM was not found again: %s", (int)pid,
+			  rc < 0 ? err_text(rc) : vmrc < 0 ? err_text(vmrc) : "not LuaJIT");
+		_exit(1);
+	}
+	status = write_loop(t, pid, &w, fd, shown, 0);
+	if (!status)
+		fprintf(stderr, "Wrote %lu perf map lines for LuaJIT traces to %s\n", w.written, shown);
+	fflush(NULL);
+	_exit(status);
 }

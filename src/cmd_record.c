@@ -13,6 +13,7 @@
 #include "err.h"
 #include "msg.h"
 #include "out.h"
+#include "perfmap.h"
 #include "period_out.h"
 #include "pgrep.h"
 #include "profile.h"
@@ -678,6 +679,14 @@ upload:
 	symtab_defer_lines(1);
 	int code = session_start(o, &s);
 	if (code) {
+		if (o->upload)
+			upload_finish(0);
+		return code;
+	}
+	/* --perf-map: a writer process of its own (perfmap.h) */
+	if (o->perf_map && (code = perfmap_record_start(session_pid(s), session_runtime(s),
+							o->perf_map_append)) != 0) {
+		session_finish(s);
 		if (o->upload)
 			upload_finish(0);
 		return code;

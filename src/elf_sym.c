@@ -763,9 +763,10 @@ int symtab_each_module(struct symtab *s,
 	return ea.rc;
 }
 
-const char *symtab_perfmap_name(struct symtab *s, uint64_t addr)
+const char *symtab_perfmap_name(struct symtab *s, uint64_t addr, const char **module)
 {
 	if (!s->perfmap && !(s->perfmap = perfmap_open(s->pid)))
 		return NULL;
-	return perfmap_lookup(s->perfmap, addr);
+	/* a core file's maps name no file the live pid maps: no jitdump */
+	return perfmap_lookup(s->perfmap, addr, s->src ? NULL : &s->maps, module);
 }

@@ -133,9 +133,11 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end);
 uint64_t symtab_fde_start(struct symtab *s, uint64_t addr, uint64_t *end);
 
 /* Name of the code at target address ADDR in the target's perf map
- * (/tmp/perf-PID.map, written by JIT runtimes for perf; perfmap.h), or
- * NULL. For code in anonymous executable memory; the map is read on
- * first use and again when it changed. */
-const char *symtab_perfmap_name(struct symtab *s, uint64_t addr);
+ * (/tmp/perf-PID.map, written by JIT runtimes for perf) or jitdump file
+ * (jit-PID.dump, mapped by the target; not for a core file's maps), or
+ * NULL; *MODULE is then "[perf-map]" or "[jitdump]" (perfmap_lookup()).
+ * For code in anonymous executable memory; the files are read on first
+ * use and again when they changed. */
+const char *symtab_perfmap_name(struct symtab *s, uint64_t addr, const char **module);
 
 #endif

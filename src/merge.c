@@ -32,8 +32,8 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 		if (m && (m->perms & MAP_X) && m->path[0] == '[')
 			out->name = m->path; /* [vsyscall] */
 		else if (m && (m->perms & MAP_X) &&
-			 (out->name = symtab_perfmap_name(s, ret ? nf->pc - 1 : nf->pc)))
-			out->module = intern("[perf-map]"); /* another JIT's code (docs/perf-maps.md) */
+			 (out->name = symtab_perfmap_name(s, ret ? nf->pc - 1 : nf->pc, &out->module)))
+			; /* another JIT's code, [perf-map] or [jitdump] (docs/perf-maps.md) */
 		else if (m && (m->perms & MAP_X))
 			out->name = intern("[jit]");
 		else

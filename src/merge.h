@@ -63,8 +63,9 @@ void lua_walk_free(struct lua_walk *w);
 /* Symbolize native frame NF into OUT (kind FRAME_NATIVE): symbol name
  * when its size covers the pc, else "MODULE+0xOFF" (OFF: ELF address of
  * the function start from the CFI, else of the pc; stable across runs),
- * the target's perf map name with module "[perf-map]" for anonymous
- * executable memory it covers (symtab_perfmap_name(); in merge_stacks()
+ * the target's perf map or jitdump name with module "[perf-map]" or
+ * "[jitdump]" for anonymous executable memory they cover
+ * (symtab_perfmap_name(); in merge_stacks()
  * a "TRACE_" name gives way to "[jit]" when a LuaJIT walker ran), else
  * "[jit]" for anonymous executable memory, "[unknown]" for a pc in no
  * mapping read. Never an absolute address. */

@@ -9,8 +9,10 @@
 #include "err.h"
 #include "htab.h"
 #include "intern.h"
+#include "jitdump.h"
 #include "msg.h"
 #include "perfmap.h"
+#include "proc_maps.h"
 #include "timeutil.h"
 
 /* ---- parsing ---- */
@@ -84,18 +86,24 @@ static int parse_line(char *s, char *end, struct pm_ent *e)
 		end--;
 	if (end == b)
 		return -1;
-	if (end - b > PERFMAP_MAX_NAME) {
-		end = b + PERFMAP_MAX_NAME;
-		/* not inside a UTF-8 sequence */
-		while (end > b && ((unsigned char)*end & 0xc0) == 0x80)
-			end--;
-	}
-	for (char *q = b; q < end; q++)
-		if ((unsigned char)*q < 0x20 || *q == 0x7f)
-			*q = '?';
+	end = b + perfmap_name_clean(b, (size_t)(end - b));
 	*end = 0;
 	e->name = b;
 	return 0;
+}
+
+size_t perfmap_name_clean(char *s, size_t len)
+{
+	if (len > PERFMAP_MAX_NAME) {
+		len = PERFMAP_MAX_NAME;
+		/* not inside a UTF-8 sequence */
+		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			s[i] = '?';
+	return len;
 }
 
 static int ent_cmp(const void *a, const void *b)
@@ -113,18 +121,15 @@ void perfmap_table_free(struct perfmap_table *t)
 	memset(t, 0, sizeof *t);
 }
 
-long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
-		   struct perfmap_stats *st)
+static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
+		  unsigned long *overlapped);
+
+/* Parse the lines of BUF (LEN bytes and one more, writable: names are
+ * cut and terminated in place) into *V (*N entries of *CAP, appended to,
+ * SEQ their order), counting in ST. 0 or -LS_E_NOMEM (*V as it was). */
+static int parse_lines(char *buf, size_t len, struct pm_ent **v, size_t *n, size_t *cap,
+		       struct perfmap_stats *st)
 {
-	memset(st, 0, sizeof *st);
-	perfmap_table_free(out);
-	char *buf = malloc(len + 1);
-	if (!buf)
-		return -LS_E_NOMEM;
-	memcpy(buf, text, len);
-	buf[len] = 0;
-	struct pm_ent *v = NULL;
-	size_t n = 0, cap = 0;
 	char *p = buf, *bend = buf + len;
 	while (p < bend) {
 		char *nl = memchr(p, '\n', (size_t)(bend - p));
@@ -140,7 +145,7 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 			p = next;
 			continue;
 		}
-		if (n >= PERFMAP_MAX_ENTRIES) {
+		if (*n >= PERFMAP_MAX_ENTRIES) {
 			st->over_count++;
 			p = next;
 			continue;
@@ -151,24 +156,58 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 			p = next;
 			continue;
 		}
-		if (array_grow(&v, &cap, n + 1, sizeof *v) < 0) {
-			free(v);
-			free(buf);
+		if (array_grow(v, cap, *n + 1, sizeof **v) < 0)
 			return -LS_E_NOMEM;
-		}
-		e.seq = n;
-		v[n++] = e;
+		e.seq = *n;
+		(*v)[(*n)++] = e;
 		p = next;
 	}
+	return 0;
+}
+
+long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
+		   struct perfmap_stats *st)
+{
+	long k;
+	memset(st, 0, sizeof *st);
+	perfmap_table_free(out);
+	char *buf = malloc(len + 1);
+	if (!buf)
+		return -LS_E_NOMEM;
+	memcpy(buf, text, len);
+	buf[len] = 0;
+	struct pm_ent *v = NULL;
+	size_t n = 0, cap = 0;
+	if (parse_lines(buf, len, &v, &n, &cap, st) < 0) {
+		free(v);
+		free(buf);
+		return -LS_E_NOMEM;
+	}
+	k = build(out, v, n, &st->overlapped);
+	free(v);
+	if (k < 0) {
+		free(buf);
+		return k;
+	}
+	out->text = buf;
+	return k;
+}
+
+/* Sort the N entries V (their SEQ set), drop overlaps (counted in
+ * *OVERLAPPED) and put the rest in OUT (empty before; its text is the
+ * caller's). V is reordered. Returns the entries kept or -LS_E_NOMEM. */
+static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
+		  unsigned long *overlapped)
+{
 	if (n > 1)
 		qsort(v, n, sizeof *v, ent_cmp);
-	/* overlaps: of two overlapping regions the later line wins; the kept
+	/* overlaps: of two overlapping regions the later one wins; the kept
 	 * ones stay sorted and disjoint (a replaced entry's predecessor ends
 	 * before it started, so before the new one too) */
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (k > 0 && v[i].start < v[k - 1].end) {
-			st->overlapped++;
+			(*overlapped)++;
 			if (v[i].seq > v[k - 1].seq)
 				v[k - 1] = v[i];
 			continue;
@@ -176,21 +215,38 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 		v[k++] = v[i];
 	}
 	struct perfmap_entry *e = NULL;
-	if (k > 0 && !(e = malloc(k * sizeof *e))) {
-		free(v);
-		free(buf);
+	if (k > 0 && !(e = malloc(k * sizeof *e)))
 		return -LS_E_NOMEM;
-	}
 	for (size_t i = 0; i < k; i++) {
 		e[i].start = v[i].start;
 		e[i].end = v[i].end;
 		e[i].name = v[i].name;
 	}
-	free(v);
 	out->e = e;
 	out->n = k;
-	out->text = buf;
 	return (long)k;
+}
+
+long perfmap_table_build(struct perfmap_table *out, const struct perfmap_entry *v, size_t n,
+			 unsigned long *overlapped)
+{
+	perfmap_table_free(out);
+	struct pm_ent *w = NULL;
+	if (n > 0 && !(w = malloc(n * sizeof *w)))
+		return -LS_E_NOMEM;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].end <= v[i].start)
+			continue; /* a region moved away */
+		w[m].start = v[i].start;
+		w[m].end = v[i].end;
+		w[m].name = v[i].name;
+		w[m].seq = i;
+		m++;
+	}
+	long k = build(out, w, m, overlapped);
+	free(w);
+	return k;
 }
 
 const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, uint64_t addr)
@@ -223,6 +279,22 @@ struct perfmap {
 	off_t size;
 	struct timespec mtime;
 	int warned;
+	/* what was read of it: whole lines, in the order written; a file
+	 * that only grew is read on from DONE_OFF */
+	struct pm_ent *raw;
+	size_t nraw, capraw;
+	char **texts;             /* the bytes read, names cut in place */
+	size_t ntexts, captexts;
+	uint64_t done_off;        /* bytes of whole lines read */
+	char tail[256];           /* the last bytes before done_off */
+	size_t tail_len;
+	/* the jitdump file the target maps (jitdump.h) */
+	struct jitdump *jd;       /* NULL until one is found */
+	char jd_path[PERFMAP_MAX_NAME + 1]; /* its path in the target, cleaned, for messages */
+	dev_t jd_dev;
+	ino_t jd_ino;
+	uint64_t jd_next_check_ns;
+	int jd_warned;
 };
 
 pid_t perfmap_ns_pid(pid_t pid)
@@ -251,6 +323,8 @@ pid_t perfmap_ns_pid(pid_t pid)
 	return nsp;
 }
 
+static void forget(struct perfmap *pm);
+
 struct perfmap *perfmap_open(pid_t pid)
 {
 	struct perfmap *pm = calloc(1, sizeof *pm);
@@ -265,7 +339,8 @@ void perfmap_close(struct perfmap *pm)
 {
 	if (!pm)
 		return;
-	perfmap_table_free(&pm->t);
+	forget(pm);
+	jitdump_free(pm->jd);
 	free(pm);
 }
 
@@ -279,6 +354,16 @@ static void forget(struct perfmap *pm)
 	perfmap_table_free(&pm->t);
 	memset(&pm->st, 0, sizeof pm->st);
 	pm->have = 0;
+	free(pm->raw);
+	pm->raw = NULL;
+	pm->nraw = pm->capraw = 0;
+	for (size_t i = 0; i < pm->ntexts; i++)
+		free(pm->texts[i]);
+	free(pm->texts);
+	pm->texts = NULL;
+	pm->ntexts = pm->captexts = 0;
+	pm->done_off = 0;
+	pm->tail_len = 0;
 }
 
 /* One line on what the read of PM's file skipped, the first time. */
@@ -307,6 +392,17 @@ static void warn_cut(struct perfmap *pm)
 	msg_error("%s", b);
 }
 
+/* Whether the open file FD (its stat in *FS) may be read: a regular
+ * file owned by root or by the target's user, as perf requires. */
+static int usable(const struct perfmap *pm, int fd, struct stat *fs)
+{
+	struct stat ps;
+	char ppath[32];
+	snprintf(ppath, sizeof ppath, "/proc/%d", (int)pm->pid);
+	return fstat(fd, fs) == 0 && S_ISREG(fs->st_mode) && stat(ppath, &ps) == 0 &&
+	       (fs->st_uid == 0 || fs->st_uid == ps.st_uid);
+}
+
 /* Read PM's file again when it changed (bounded, see perfmap.h). */
 static void refresh(struct perfmap *pm)
 {
@@ -321,11 +417,8 @@ static void refresh(struct perfmap *pm)
 		forget(pm);
 		return;
 	}
-	struct stat fs, ps;
-	char ppath[32];
-	snprintf(ppath, sizeof ppath, "/proc/%d", (int)pm->pid);
-	if (fstat(fd, &fs) < 0 || !S_ISREG(fs.st_mode) || stat(ppath, &ps) < 0 ||
-	    (fs.st_uid != 0 && fs.st_uid != ps.st_uid)) {
+	struct stat fs;
+	if (!usable(pm, fd, &fs)) {
 		if (pm->have || pm->t.n)
 			forget(pm);
 		msg_debug(1, "pid %d: %s: not a regular file owned by root or the target's user: not read",
@@ -338,12 +431,22 @@ static void refresh(struct perfmap *pm)
 		close(fd);
 		return;
 	}
+	/* grown, the bytes before what was read unchanged: read on */
+	int on = pm->have && fs.st_dev == pm->dev && fs.st_ino == pm->ino &&
+		 (uint64_t)fs.st_size >= pm->done_off;
+	if (on && pm->tail_len) {
+		char old[sizeof pm->tail];
+		on = pread(fd, old, pm->tail_len, (off_t)(pm->done_off - pm->tail_len)) ==
+			     (ssize_t)pm->tail_len && !memcmp(old, pm->tail, pm->tail_len);
+	}
+	if (!on)
+		forget(pm);
 	int cut = (uint64_t)fs.st_size > PERFMAP_MAX_BYTES;
-	size_t want = cut ? PERFMAP_MAX_BYTES : (size_t)fs.st_size;
-	char *buf = malloc(want ? want : 1);
-	size_t got = 0;
+	uint64_t end = cut ? PERFMAP_MAX_BYTES : (uint64_t)fs.st_size;
+	size_t want = end > pm->done_off ? (size_t)(end - pm->done_off) : 0, got = 0;
+	char *buf = malloc(want + 1);
 	while (buf && got < want) {
-		ssize_t r = pread(fd, buf + got, want - got, (off_t)got);
+		ssize_t r = pread(fd, buf + got, want - got, (off_t)(pm->done_off + got));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -355,15 +458,46 @@ static void refresh(struct perfmap *pm)
 		forget(pm);
 		return;
 	}
-	if (cut) { /* a line cut by the limit is no line */
-		char *nl = memrchr(buf, '\n', got);
-		got = nl ? (size_t)(nl - buf) + 1 : 0;
+	/* whole lines only: the last one may be half written (or cut by the
+	 * limit); it is read once its newline is there */
+	char *nl = got ? memrchr(buf, '\n', got) : NULL;
+	size_t keep = nl ? (size_t)(nl - buf) + 1 : 0;
+	/* the tail to recognise the file by next time */
+	if (keep >= sizeof pm->tail) {
+		memcpy(pm->tail, buf + keep - sizeof pm->tail, sizeof pm->tail);
+		pm->tail_len = sizeof pm->tail;
+	} else if (keep) {
+		size_t from_old = pm->tail_len + keep > sizeof pm->tail ? sizeof pm->tail - keep : pm->tail_len;
+		memmove(pm->tail, pm->tail + pm->tail_len - from_old, from_old);
+		memcpy(pm->tail + from_old, buf, keep);
+		pm->tail_len = from_old + keep;
 	}
-	long k = perfmap_parse(buf, got, &pm->t, &pm->st);
-	free(buf);
-	if (k < 0) {
-		forget(pm);
-		return;
+	long k = (long)pm->t.n;
+	if (keep) {
+		buf[keep] = 0;
+		struct pm_ent *tmp = NULL;
+		if (array_grow(&pm->texts, &pm->captexts, pm->ntexts + 1, sizeof *pm->texts) < 0 ||
+		    parse_lines(buf, keep, &pm->raw, &pm->nraw, &pm->capraw, &pm->st) < 0 ||
+		    (pm->nraw && !(tmp = malloc(pm->nraw * sizeof *tmp)))) {
+			free(buf);
+			forget(pm);
+			return;
+		}
+		pm->texts[pm->ntexts++] = buf;
+		pm->done_off += keep;
+		/* build() reorders what it gets: a copy, the file order kept */
+		if (pm->nraw)
+			memcpy(tmp, pm->raw, pm->nraw * sizeof *tmp);
+		perfmap_table_free(&pm->t);
+		pm->st.overlapped = 0;
+		k = build(&pm->t, tmp, pm->nraw, &pm->st.overlapped);
+		free(tmp);
+		if (k < 0) {
+			forget(pm);
+			return;
+		}
+	} else {
+		free(buf);
 	}
 	pm->st.cut_bytes = cut;
 	pm->have = 1;
@@ -375,11 +509,142 @@ static void refresh(struct perfmap *pm)
 	warn_cut(pm);
 }
 
-const char *perfmap_lookup(struct perfmap *pm, uint64_t addr)
+/* ---- the target's jitdump file ---- */
+
+/* One line on what the reads of PM's jitdump skipped, the first time. */
+static void jd_warn(struct perfmap *pm)
 {
+	const struct jitdump_stats *st = jitdump_stats(pm->jd);
+	if (pm->jd_warned || (!st->malformed && !st->over_count && !st->bad_header && !st->broken &&
+			      !st->cut_bytes))
+		return;
+	pm->jd_warned = 1;
+	char b[1200];
+	int o = snprintf(b, sizeof b, "pid %d: jitdump %s:", (int)pm->pid, pm->jd_path);
+	const char *sep = "";
+#define JD_ADD(...)                                                            \
+	do {                                                                   \
+		if (o > 0 && (size_t)o < sizeof b) {                           \
+			o += snprintf(b + o, sizeof b - (size_t)o, __VA_ARGS__); \
+			sep = ";";                                             \
+		}                                                              \
+	} while (0)
+	if (st->bad_header)
+		JD_ADD(" not read (%s)", st->bad_header);
+	if (st->malformed)
+		JD_ADD("%s %lu malformed records skipped", sep, st->malformed);
+	if (st->over_count)
+		JD_ADD("%s %lu records past the first %d regions or %u MiB of names ignored", sep,
+		       st->over_count, PERFMAP_MAX_ENTRIES, JITDUMP_MAX_TEXT >> 20);
+	if (st->broken)
+		JD_ADD("%s not read past byte %llu (%s)", sep, (unsigned long long)st->broken_at,
+		       st->broken);
+	if (st->cut_bytes)
+		JD_ADD("%s read up to %llu MiB only", sep, (unsigned long long)(JITDUMP_MAX_BYTES >> 20));
+#undef JD_ADD
+	msg_error("%s", b);
+}
+
+/* The mapping of MAPS that is PM's target's jitdump (basename
+ * jit-NSPID.dump or jit-PID.dump: a child's inherited mapping of its
+ * parent's file is not its own), or NULL. */
+static const struct proc_map *jd_find(const struct perfmap *pm, const struct proc_maps *maps)
+{
+	char want[40], want2[40];
+	snprintf(want, sizeof want, "jit-%d.dump", (int)pm->nspid);
+	snprintf(want2, sizeof want2, "jit-%d.dump", (int)pm->pid);
+	for (int i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->m[i];
+		if (m->name && m->path && m->path[0] == '/' &&
+		    (!strcmp(m->name, want) || !strcmp(m->name, want2)))
+			return m;
+	}
+	return NULL;
+}
+
+/* Read on in the target's jitdump (jitdump.h), found in MAPS. */
+static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
+{
+	uint64_t now = time_now_ns();
+	if (!maps || (pm->jd_next_check_ns && now < pm->jd_next_check_ns))
+		return;
+	pm->jd_next_check_ns = now + PERFMAP_RECHECK_NS;
+	const struct proc_map *m = jd_find(pm, maps);
+	if (!m)
+		return; /* none (yet); what was read stays: its code may still run */
+	char shown[PERFMAP_MAX_NAME + 1]; /* the path for messages: the target's bytes */
+	size_t sn = strnlen(m->path, sizeof shown - 1);
+	memcpy(shown, m->path, sn);
+	shown[perfmap_name_clean(shown, sn)] = 0;
+	/* the very file mapped, through map_files (deleted or not, whatever
+	 * the mount namespace); else its path in the target's root */
+	char path[4200];
+	snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", (int)pm->pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	const char *via = "map_files";
+	if (fd < 0 && !m->deleted) {
+		via = "the target's root";
+		int n = snprintf(path, sizeof path, "/proc/%d/root%s", (int)pm->pid, m->path);
+		if (n > 0 && (size_t)n < sizeof path)
+			fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		msg_debug(1, "pid %d: jitdump %s: cannot open: %s", (int)pm->pid, shown, strerror(errno));
+		return;
+	}
+	struct stat fs;
+	if (!usable(pm, fd, &fs)) {
+		msg_debug(1, "pid %d: jitdump %s: not a regular file owned by root or the target's user: not read",
+			  (int)pm->pid, shown);
+		close(fd);
+		return;
+	}
+	if (pm->jd && (fs.st_dev != pm->jd_dev || fs.st_ino != pm->jd_ino ||
+		       (uint64_t)fs.st_size < jitdump_offset(pm->jd))) {
+		jitdump_free(pm->jd); /* another file, or this one cut short: read anew */
+		pm->jd = NULL;
+		pm->jd_warned = 0;
+	}
+	if (!pm->jd) {
+		if (!(pm->jd = jitdump_new())) {
+			close(fd);
+			return;
+		}
+		pm->jd_dev = fs.st_dev;
+		pm->jd_ino = fs.st_ino;
+		memcpy(pm->jd_path, shown, sizeof pm->jd_path);
+	}
+	long k = jitdump_feed_fd(pm->jd, fd, (uint64_t)fs.st_size);
+	close(fd);
+	msg_debug(1, "pid %d: jitdump %s (through %s): %ld regions, read up to byte %llu of %llu",
+		  (int)pm->pid, pm->jd_path, via, k, (unsigned long long)jitdump_offset(pm->jd),
+		  (unsigned long long)fs.st_size);
+	jd_warn(pm);
+}
+
+const char *perfmap_lookup(struct perfmap *pm, uint64_t addr, const struct proc_maps *maps,
+			   const char **module)
+{
+	static const char *perf_map_mod, *jitdump_mod;
 	if (!pm)
 		return NULL;
 	refresh(pm);
 	const struct perfmap_entry *e = perfmap_table_find(&pm->t, addr);
-	return e ? intern(e->name) : NULL;
+	if (e) {
+		if (!perf_map_mod)
+			perf_map_mod = intern("[perf-map]");
+		if (module)
+			*module = perf_map_mod;
+		return intern(e->name);
+	}
+	jd_refresh(pm, maps);
+	const struct perfmap_table *t = pm->jd ? jitdump_table(pm->jd) : NULL;
+	if (!t || !(e = perfmap_table_find(t, addr)))
+		return NULL;
+	if (!jitdump_mod)
+		jitdump_mod = intern("[jitdump]");
+	if (module)
+		*module = jitdump_mod;
+	return intern(e->name);
 }

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct proc_maps;
+
 #define PERFMAP_MAX_LINE    4096        /* bytes of a line, newline excluded */
 #define PERFMAP_MAX_NAME    512         /* bytes of a name kept */
 #define PERFMAP_MAX_ENTRIES (1 << 20)   /* entries kept per map */
@@ -57,6 +59,19 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 		   struct perfmap_stats *st);
 void perfmap_table_free(struct perfmap_table *t);
 
+/* Make OUT (replacing what it held) from the N regions V in the order
+ * they were written: sorted, a later region winning over an earlier one
+ * it overlaps (the loser counted in *OVERLAPPED), empty regions (end <=
+ * start) skipped. Names are not copied: they must outlive OUT, whose
+ * text stays NULL. Returns the entries kept or -LS_E_NOMEM (OUT empty). */
+long perfmap_table_build(struct perfmap_table *out, const struct perfmap_entry *v, size_t n,
+			 unsigned long *overlapped);
+
+/* Make the LEN bytes at S a name as perf map names are kept: cut to at
+ * most PERFMAP_MAX_NAME bytes (never inside a UTF-8 character), control
+ * bytes turned into '?'. Returns the length kept (S is not terminated). */
+size_t perfmap_name_clean(char *s, size_t len);
+
 /* The entry of T whose region holds ADDR, or NULL. O(log n). */
 const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, uint64_t addr);
 
@@ -72,17 +87,35 @@ pid_t perfmap_ns_pid(pid_t pid);
 struct perfmap *perfmap_open(pid_t pid);
 void perfmap_close(struct perfmap *pm);
 
-/* Name of the code at target address ADDR from PM's map, interned, or
- * NULL. Re-reads the file (whole, bounded) when its size, mtime or inode
- * changed, checking at most every PERFMAP_RECHECK_NS. The file is used
- * only when it is a regular file (no symlink as the last component),
- * owned by root or by the target's user, as perf itself requires; else
- * the map is empty. The first time a read skips lines or is cut, one
- * line says so on stderr ("luaspy: pid N: perf map ...: ..."). PM may be
- * NULL (NULL returned). */
-const char *perfmap_lookup(struct perfmap *pm, uint64_t addr);
+/* Name of the code at target address ADDR, interned, or NULL; *MODULE
+ * is then "[perf-map]" or "[jitdump]" (interned), which names it.
+ * The perf map is looked up first, then the jitdump file (jitdump.h)
+ * that MAPS (the target's current maps, or NULL: no jitdump) shows
+ * mapped.
+ * The perf map is checked at most every PERFMAP_RECHECK_NS: when it only
+ * grew (same inode, the last bytes read unchanged) it is read on from
+ * the end of its last whole line, else read anew (bounded); a last line
+ * without its newline is read once the newline is there. The jitdump
+ * grows too and is read on from where the last read stopped. A file is used only
+ * when it is a regular file (no symlink as the last component of a
+ * path), owned by root or by the target's user, as perf itself
+ * requires; else nothing is read from it. The first time a read skips
+ * lines or records or is cut, one line says so on stderr ("luaspy: pid
+ * N: perf map ...: ..." or "luaspy: pid N: jitdump ...: ..."). PM may
+ * be NULL (NULL returned). */
+const char *perfmap_lookup(struct perfmap *pm, uint64_t addr, const struct proc_maps *maps,
+			   const char **module);
 
 /* Stats of PM's last read (zero before any), for -v and tests. */
 const struct perfmap_stats *perfmap_last_stats(const struct perfmap *pm);
+
+/* record --perf-map (cmd_perfmap.c): with PID's map opened for writing
+ * as `luaspy perf-map` opens it (refused when it exists, unless APPEND),
+ * start a child process that writes it for PID's LuaJIT traces every
+ * 0.2 s, ended (SIGTERM, reaped) at luaspy's exit (atexit) or by its
+ * death, or when PID exits. RUNTIME is the session's ("LuaJIT ..."; else
+ * refused, exit 6). Returns 0, or an exit status (the line said). Call
+ * once, between samples (no thread stopped). */
+int perfmap_record_start(pid_t pid, const char *runtime, int append);
 
 #endif

@@ -706,34 +706,12 @@ static int fmap_cmp(const void *a, const void *b)
 
 /* ------------------------------------------------------------------ */
 
-int proc_core_open(const char *path, const char *exe, struct proc_core **out, char *why,
-		   size_t whylen)
+/* The ELF header of the core open as ELF: an x86-64 ET_CORE with program
+ * headers, their count into *NPH (cut to CORE_MAX_SEGS + 16, said).
+ * 0, or -LS_E_NOTCORE / -LS_E_ARCH32 / -LS_E_CORETRUNC with WHY set. */
+static int check_header(struct proc_core *c, Elf *elf, size_t *nph, char *why, size_t whylen)
 {
-	why[0] = 0;
-	struct proc_core *c = calloc(1, sizeof *c);
-	if (!c)
-		return -LS_E_NOMEM;
-	c->base.read = core_read;
-	c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait */
-	if (c->fd < 0) {
-		int e = errno;
-		snprintf(why, whylen, "cannot open: %s", strerror(e));
-		free(c);
-		return e == ENOENT ? -LS_E_NOTCORE : err_from_errno(e);
-	}
-	struct stat st;
-	int rc = -LS_E_NOTCORE;
-	Elf *elf = NULL;
 	GElf_Ehdr eh;
-	size_t nph = 0;
-	uint64_t entry = 0;
-	if (fstat(c->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(why, whylen, "not a regular file");
-		goto fail;
-	}
-	c->size_bytes = (uint64_t)st.st_size;
-	elf_version(EV_CURRENT);
-	elf = elf_begin(c->fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
 		/* systemd-coredump and apport keep cores compressed */
 		static const struct { const char *magic; size_t len; const char *name; } z[] = {
@@ -748,34 +726,36 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 				snprintf(why, whylen, "a %s-compressed file: decompress it first "
 					 "(coredumpctl dump -o FILE, or %s -d)", z[i].name,
 					 i == 3 ? "gzip" : z[i].name);
-		goto fail;
+		return -LS_E_NOTCORE;
 	}
 	if (eh.e_type != ET_CORE) {
 		snprintf(why, whylen, "an ELF file of type %u, not a core (type 4)", (unsigned)eh.e_type);
-		goto fail;
+		return -LS_E_NOTCORE;
 	}
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64) {
 		snprintf(why, whylen, "a core of a %s machine %u process",
 			 eh.e_ident[EI_CLASS] == ELFCLASS64 ? "64-bit" : "32-bit", (unsigned)eh.e_machine);
-		rc = -LS_E_ARCH32;
-		goto fail;
+		return -LS_E_ARCH32;
 	}
-	if (elf_getphdrnum(elf, &nph) != 0 || nph == 0) {
+	if (elf_getphdrnum(elf, nph) != 0 || *nph == 0) {
 		snprintf(why, whylen, "no program headers (%s)", elf_errmsg(-1));
-		rc = eh.e_phoff + 56 > c->size_bytes ? -LS_E_CORETRUNC : -LS_E_NOTCORE;
-		goto fail;
+		return eh.e_phoff + 56 > c->size_bytes ? -LS_E_CORETRUNC : -LS_E_NOTCORE;
 	}
-	if (nph > CORE_MAX_SEGS + 16) {
-		warnf(c, "%zu program headers: the first %d read", nph, CORE_MAX_SEGS + 16);
-		nph = CORE_MAX_SEGS + 16;
+	if (*nph > CORE_MAX_SEGS + 16) {
+		warnf(c, "%zu program headers: the first %d read", *nph, CORE_MAX_SEGS + 16);
+		*nph = CORE_MAX_SEGS + 16;
 	}
-	c->seg = calloc(nph, sizeof *c->seg);
-	c->th = calloc(CORE_MAX_THREADS, sizeof *c->th);
-	if (!c->seg || !c->th) {
-		rc = -LS_E_NOMEM;
-		goto fail;
-	}
-	int notes = 0, notes_cut = 0;
+	return 0;
+}
+
+/* The NPH program headers: PT_NOTE parsed (threads, files, auxv; the
+ * entry point into *ENTRY), PT_LOAD into c->seg (cut to what the file
+ * holds, said). 0, or -LS_E_NOMEM, or with no thread note
+ * -LS_E_CORETRUNC / -LS_E_NOTCORE with WHY set. */
+static int read_phdrs(struct proc_core *c, Elf *elf, size_t nph, uint64_t *entry, char *why,
+		      size_t whylen)
+{
+	int notes_cut = 0;
 	uint64_t notes_bytes = 0, lost = 0;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
@@ -791,10 +771,8 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 				continue;
 			}
 			notes_bytes += ph.p_filesz;
-			rc = parse_notes(c, elf, &ph, &entry);
-			if (rc == -LS_E_NOMEM)
-				goto fail;
-			notes++;
+			if (parse_notes(c, elf, &ph, entry) == -LS_E_NOMEM)
+				return -LS_E_NOMEM;
 			continue;
 		}
 		if (ph.p_type != PT_LOAD || ph.p_memsz == 0 || ph.p_vaddr + ph.p_memsz < ph.p_vaddr)
@@ -816,22 +794,21 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 		if (notes_cut) {
 			snprintf(why, whylen, "%llu bytes; its notes (threads, registers, files) are past the end",
 				 (unsigned long long)c->size_bytes);
-			rc = -LS_E_CORETRUNC;
-		} else {
-			snprintf(why, whylen, "no thread (NT_PRSTATUS) note");
-			rc = -LS_E_NOTCORE;
+			return -LS_E_CORETRUNC;
 		}
-		goto fail;
+		snprintf(why, whylen, "no thread (NT_PRSTATUS) note");
+		return -LS_E_NOTCORE;
 	}
 	if (lost)
 		warnf(c, "core file truncated at %llu bytes: %llu bytes of memory it should hold are missing",
 		      (unsigned long long)c->size_bytes, (unsigned long long)lost);
-	if (c->nth > CORE_MAX_THREADS)
-		c->nth = CORE_MAX_THREADS;
-	c->signo = c->th[0].signo;
-	if (!c->pid)
-		c->pid = c->th[0].tid;
-	/* segments: sorted, an overlapping one dropped */
+	return 0;
+}
+
+/* Segments and NT_FILE ranges sorted by address; one that overlaps an
+ * earlier one is dropped (a bogus core), said. */
+static void sort_ranges(struct proc_core *c)
+{
 	qsort(c->seg, (size_t)c->nseg, sizeof *c->seg, seg_cmp);
 	int k = 0, dropped = 0;
 	for (int i = 0; i < c->nseg; i++) {
@@ -854,6 +831,53 @@ int proc_core_open(const char *path, const char *exe, struct proc_core **out, ch
 			warnf(c, "%d file mappings overlap others: ignored", c->nfmap - kk);
 		c->nfmap = kk;
 	}
+}
+
+int proc_core_open(const char *path, const char *exe, struct proc_core **out, char *why,
+		   size_t whylen)
+{
+	why[0] = 0;
+	struct proc_core *c = calloc(1, sizeof *c);
+	if (!c)
+		return -LS_E_NOMEM;
+	c->base.read = core_read;
+	c->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: no wait */
+	if (c->fd < 0) {
+		int e = errno;
+		snprintf(why, whylen, "cannot open: %s", strerror(e));
+		free(c);
+		return e == ENOENT ? -LS_E_NOTCORE : err_from_errno(e);
+	}
+	struct stat st;
+	int rc = -LS_E_NOTCORE;
+	Elf *elf = NULL;
+	size_t nph = 0;
+	uint64_t entry = 0;
+	if (fstat(c->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "not a regular file");
+		goto fail;
+	}
+	c->size_bytes = (uint64_t)st.st_size;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(c->fd, ELF_C_READ, NULL);
+	rc = check_header(c, elf, &nph, why, whylen);
+	if (rc < 0)
+		goto fail;
+	c->seg = calloc(nph, sizeof *c->seg);
+	c->th = calloc(CORE_MAX_THREADS, sizeof *c->th);
+	if (!c->seg || !c->th) {
+		rc = -LS_E_NOMEM;
+		goto fail;
+	}
+	rc = read_phdrs(c, elf, nph, &entry, why, whylen);
+	if (rc < 0)
+		goto fail;
+	if (c->nth > CORE_MAX_THREADS)
+		c->nth = CORE_MAX_THREADS;
+	c->signo = c->th[0].signo;
+	if (!c->pid)
+		c->pid = c->th[0].tid;
+	sort_ranges(c);
 	const struct core_fmap *xf = entry ? fmap_find(c, entry) : NULL;
 	c->exe = xf ? c->files[xf->file].path : NULL;
 	if (exe && !c->exe) {

@@ -2,10 +2,15 @@
  * well-formed lines in the forms JIT runtimes write, malformed lines,
  * lines past PERFMAP_MAX_LINE, unsorted and overlapping regions (the
  * later line wins), PERFMAP_MAX_ENTRIES, names cut and cleaned, and the
- * binary search at region edges. Exit 0 pass, 1 fail. */
+ * binary search at region edges; a map file read as it grows (this
+ * process's own /tmp/perf-PID.map: whole lines appended are read on, a
+ * half-written line waits for its newline, a file rewritten is read
+ * anew). Exit 0 pass, 1 fail. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "check.h"
 #include "perfmap.h"
 
@@ -138,6 +143,62 @@ static void many(void)
 	free(s);
 }
 
+/* Append (or with TRUNC rewrite) S to FILE, then wait out the re-check
+ * interval so the next lookup looks at the file. */
+static void put_map(const char *file, const char *s, int trunc)
+{
+	FILE *f = fopen(file, trunc ? "r+" : "a");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	if (trunc)
+		CHECK(ftruncate(fileno(f), 0) == 0);
+	fputs(s, f);
+	fclose(f);
+	struct timespec ts = { 0, (long)PERFMAP_RECHECK_NS + 10000000 };
+	nanosleep(&ts, NULL);
+}
+
+static const char *look(struct perfmap *pm, uint64_t addr)
+{
+	const char *mod = NULL;
+	const char *n = perfmap_lookup(pm, addr, NULL, &mod);
+	CHECK(!n || !strcmp(mod, "[perf-map]"));
+	return n ? n : "";
+}
+
+static void growing_file(void)
+{
+	char file[64];
+	snprintf(file, sizeof file, "/tmp/perf-%d.map", (int)getpid());
+	FILE *f = fopen(file, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fclose(f);
+	struct perfmap *pm = perfmap_open(getpid());
+	put_map(file, "1000 10 a\n2000 10 b\n", 0);
+	CHECK(!strcmp(look(pm, 0x1000), "a") && !strcmp(look(pm, 0x2008), "b"));
+	/* a whole line and a half-written one */
+	put_map(file, "3000 10 c\n4000 10 dd", 0);
+	CHECK(!strcmp(look(pm, 0x3000), "c"), "'%s'", look(pm, 0x3000));
+	CHECK(!strcmp(look(pm, 0x4000), ""), "a half line was read: '%s'", look(pm, 0x4000));
+	put_map(file, "d\n", 0);
+	CHECK(!strcmp(look(pm, 0x4000), "ddd"), "'%s'", look(pm, 0x4000));
+	CHECK(!strcmp(look(pm, 0x1000), "a"), "read on, the first lines kept");
+	CHECK(perfmap_last_stats(pm)->lines == 4, "%lu lines", perfmap_last_stats(pm)->lines);
+	/* a later line over an earlier one wins, as in a whole read */
+	put_map(file, "1000 10 a2\n", 0);
+	CHECK(!strcmp(look(pm, 0x1000), "a2"), "'%s'", look(pm, 0x1000));
+	/* rewritten in place, longer: read anew */
+	put_map(file, "1000 10 new\n5000 10 e\n6000 10 ffffffffffffffffffffffffffffffffffffffff\n", 1);
+	CHECK(!strcmp(look(pm, 0x1000), "new") && !strcmp(look(pm, 0x2000), "") &&
+	      !strcmp(look(pm, 0x5000), "e"), "'%s' '%s'", look(pm, 0x1000), look(pm, 0x2000));
+	CHECK(perfmap_last_stats(pm)->lines == 3, "%lu lines", perfmap_last_stats(pm)->lines);
+	perfmap_close(pm);
+	unlink(file);
+}
+
 int main(void)
 {
 	forms();
@@ -145,8 +206,9 @@ int main(void)
 	huge_lines();
 	unsorted_overlapping();
 	many();
+	growing_file();
 	CHECK(parse("") == 0 && t.n == 0 && perfmap_table_find(&t, 0) == NULL);
-	CHECK(perfmap_lookup(NULL, 1) == NULL);
+	CHECK(perfmap_lookup(NULL, 1, NULL, NULL) == NULL);
 	perfmap_table_free(&t);
 	return check_summary("t_perfmap");
 }

@@ -14,6 +14,8 @@ end
 -- timed by os.time (the vDSO, no system call): os.clock's system call is
 -- where a loaded machine preempts the target, so ptrace stops land there
 -- out of proportion (CI saw 13 of 25; docs/sampling.md §5.2)
+-- SECONDS are wall seconds, in which a loaded machine gives the target
+-- little CPU: tests ask for far more than they need and kill it.
 local N = arg[2] == "joff" and 200000 or 4000000
 local t0, n = os.time(), 0
 while os.time() - t0 < secs do

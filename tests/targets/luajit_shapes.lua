@@ -110,6 +110,8 @@ end
 -- run is timed by os.time (the vDSO, no system call): os.clock's system
 -- call is where a loaded machine preempts the target, and ptrace stops
 -- land there out of proportion (docs/sampling.md §5.2)
+-- SECONDS are wall seconds, in which a loaded machine gives the target
+-- little CPU: tests ask for far more than they need and kill it.
 local phases = { do_tail, do_va, do_pcall, do_xpcall, do_index, do_sort, do_gsub, do_co }
 local c0, calls = os.clock(), 0
 repeat do_tail(); calls = calls + 1 until os.clock() - c0 >= 0.125
