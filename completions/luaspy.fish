@@ -16,6 +16,8 @@ complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s i -l idle
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -s n -l native -d 'include native frames (default)'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l lua-only -d 'Lua frames only'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l timeout -x -d 'seconds to wait for a Lua runtime'
+complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l pgrep -x -a '(__fish_complete_proc)' -d 'processes whose name matches a POSIX ERE'
+complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l pgrep-full -x -d 'processes whose command line matches a POSIX ERE'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump heap report" -s v -l verbose -d 'say how the VM was found'
 complete -c luaspy -n "__fish_seen_subcommand_from record top dump heap report" -s h -l help -d 'show help'
 # record and top

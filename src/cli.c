@@ -25,7 +25,8 @@ enum {
 	OPT_FOCUS, OPT_IGNORE, OPT_NOLINENO, OPT_TID, OPT_PERIOD,
 	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER,
 	OPT_PERF_MAP_APPEND,
-	OPT_PERF_MAP
+	OPT_PERF_MAP,
+	OPT_PGREP, OPT_PGREP_FULL
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -60,7 +61,8 @@ static const struct cli_option {
 	  "also child processes: a root frame each (record, top),\n"
 	  "a block each (dump)" },
 	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D, GRP_TARGET,
-	  "wait this long for a Lua runtime to appear (default 5)" },
+	  "wait this long for a Lua runtime (and for a --pgrep\n"
+	  "match) to appear (default 5)" },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
 	  "samples per second per thread (default 100, max 10000)" },
 	{ "duration", 'd', 'd', "SECS", R | T | M, GRP_SAMPLING,
@@ -156,6 +158,14 @@ static const struct cli_option {
 	{ "perf-map", 0, OPT_PERF_MAP, NULL, R, GRP_OUTPUT,
 	  "keep /tmp/perf-PID.map updated with the LuaJIT target's\n"
 	  "traces while recording, as luaspy perf-map does" },
+	/* --pgrep (pgrep.c, docs/pgrep.md) */
+	{ "pgrep", 0, OPT_PGREP, "PATTERN", R | T | D, GRP_TARGET,
+	  "processes whose name matches PATTERN (POSIX ERE, as\n"
+	  "pgrep(1)), never luaspy or its ancestors; waits up to\n"
+	  "--timeout for one; several: a root frame each (record,\n"
+	  "top), a block each (dump)" },
+	{ "pgrep-full", 0, OPT_PGREP_FULL, "PATTERN", R | T | D, GRP_TARGET,
+	  "as --pgrep, matching the whole command line (pgrep -f)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -425,6 +435,13 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 	}
 	case OPT_PERF_MAP_APPEND: o->perf_map_append = 1; break;
 	case OPT_PERF_MAP: o->perf_map = 1; break;
+	case OPT_PGREP:
+	case OPT_PGREP_FULL:
+		if (o->pgrep)
+			return usage_error("%s", "give one --pgrep or --pgrep-full");
+		o->pgrep = arg;
+		o->pgrep_full = id == OPT_PGREP_FULL;
+		break;
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;
 	case OPT_IGNORE: o->ignore = arg; break;
@@ -588,6 +605,9 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		}
 		o->argv = &argv[optind];
 	}
+	if (o->pgrep && (o->pid || o->argv || o->core))
+		return usage_error("give either --pgrep%s or %s, not both", o->pgrep_full ? "-full" : "",
+				   o->pid ? "--pid" : o->core ? "--core" : "a command after '--'");
 	if (o->core && (o->pid || o->argv))
 		return usage_error("%s", "give either --core or --pid, not both");
 	if (o->exe && !o->core)
@@ -596,7 +616,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("%s", "--core reads one process: no -s");
 	if (o->pid && o->argv)
 		return usage_error("%s", "give either --pid or a command after '--', not both");
-	if (!o->pid && !o->argv && !o->core)
+	if (!o->pid && !o->argv && !o->core && !o->pgrep)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");

@@ -59,6 +59,11 @@ struct cli_opts {
 	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
 	int perf_map_append;       /* perf-map, record --perf-map-append */
 	int perf_map;              /* record --perf-map */
+	/* --pgrep (pgrep.c, docs/pgrep.md) */
+	const char *pgrep;         /* --pgrep or --pgrep-full PATTERN (POSIX ERE), or NULL */
+	int pgrep_full;            /* --pgrep-full: match the command line, not the name */
+	pid_t pids[256];           /* pgrep_resolve: the matches, ascending (PGREP_MAX) */
+	int npids;                 /* how many; 0 without --pgrep; pids[0] == pid */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

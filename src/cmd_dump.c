@@ -8,6 +8,7 @@
 #include "err.h"
 #include "msg.h"
 #include "out_dump.h"
+#include "pgrep.h"
 #include "proc_ptrace.h"
 #include "proc_task.h"
 #include "sampler.h"
@@ -479,10 +480,12 @@ static int dump_pid(struct cli_opts *o, pid_t pid, int sub)
 
 #define DUMP_MAX_PROCS 4096  /* processes dump -s lists; past it, it says so */
 
-/* -s: PID and its descendants, parents before children (breadth first,
- * luaspy itself left out), into *OUT (the caller frees it). Returns the
- * count; *CUT is set when DUMP_MAX_PROCS stopped the list. */
-static int dump_tree(pid_t pid, pid_t **out, int *cut)
+/* The processes to dump: ROOTS[NROOTS] (--pid, or --pgrep's matches)
+ * and, SUB (-s), their descendants, parents before children (breadth
+ * first, luaspy itself and repeats left out), into *OUT (the caller
+ * frees it). Returns the count; *CUT is set when DUMP_MAX_PROCS stopped
+ * the list. */
+static int dump_tree(const pid_t *roots, int nroots, int sub, pid_t **out, int *cut)
 {
 	pid_t *list = malloc(DUMP_MAX_PROCS * sizeof *list), *kids = NULL;
 	size_t capkids = 0;
@@ -490,8 +493,9 @@ static int dump_tree(pid_t pid, pid_t **out, int *cut)
 	*cut = 0;
 	if (!list)
 		return -LS_E_NOMEM;
-	list[n++] = pid;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < nroots && n < DUMP_MAX_PROCS; i++)
+		list[n++] = roots[i];
+	for (int i = 0; sub && i < n; i++) {
 		int k = proc_children(list[i], &kids, &capkids);
 		for (int j = 0; j < k; j++) {
 			int seen = kids[j] == getpid();
@@ -513,13 +517,17 @@ static int dump_tree(pid_t pid, pid_t **out, int *cut)
 
 int cmd_dump(struct cli_opts *o)
 {
-	if (!o->subprocesses)
+	int pg = pgrep_resolve(o);
+	if (pg)
+		return pg;
+	if (!o->subprocesses && o->npids < 2)
 		return dump_pid(o, o->pid, 0);
-	if (!proc_alive(o->pid))
+	if (!proc_alive(o->pid) && o->npids < 2)
 		return msg_err_pid(o->pid, -LS_E_NOPID);
 	pid_t *list;
 	int cut;
-	int n = dump_tree(o->pid, &list, &cut);
+	int n = o->npids ? dump_tree(o->pids, o->npids, o->subprocesses, &list, &cut)
+			 : dump_tree(&o->pid, 1, 1, &list, &cut);
 	if (n < 0)
 		return msg_err_pid(o->pid, n);
 	FILE *f = stdout;

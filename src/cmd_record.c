@@ -7,12 +7,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "cli.h"
 #include "elf_sym.h"
 #include "err.h"
 #include "msg.h"
 #include "out.h"
 #include "perfmap.h"
+#include "period_out.h"
+#include "pgrep.h"
 #include "profile.h"
 #include "profile_read.h"
 #include "session.h"
@@ -27,6 +30,9 @@
  * -errno. */
 static int check_output(const char *path)
 {
+	struct stat sb;
+	if (stat(path, &sb) == 0 && (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode)))
+		return 0; /* written in place (record_write_file): opening a FIFO would wait for its reader */
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	if (fd >= 0) {
 		close(fd);
@@ -59,6 +65,16 @@ static void resolve_line(struct frame *fr, void *arg)
 	symtab_resolve_line(fr);
 }
 
+/* -s or several --pgrep matches: the run ended and no process was Lua. */
+static void record_say_nolua(const struct cli_opts *o, const struct session *s)
+{
+	if (o->npids > 1)
+		msg_error("no Lua runtime appeared in the %d processes --pgrep '%s' matched%s", o->npids,
+			  o->pgrep, o->subprocesses ? " or their descendants" : "");
+	else
+		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+}
+
 /* ------------------------------------------------------------ --period */
 
 /* record --period: the profile is cut every period_ns (boundaries at
@@ -77,23 +93,43 @@ struct period {
 	uint64_t start_unix;      /* ... and wall clock */
 	uint64_t errors0;         /* session errors when this period began */
 	unsigned long long n;     /* periods cut so far */
-	unsigned long long written, failed;
-	char title[600];
+	unsigned long long written, failed; /* by the writer thread (__atomic) */
+	unsigned long long dropped;         /* periods the full queue refused */
+	uint64_t dropped_samples;           /* ... and their samples */
+	uint64_t queued_samples;            /* samples of the periods handed to the writer and
+	                                     * not done yet (__atomic) */
+	int abandoned;                      /* the end gave up waiting: the writer runs no more
+	                                     * job (__atomic) */
+	int said_waiting;                   /* the end said it waits for the output */
+};
+
+/* One finished period on its way to the writer thread (period_out.h):
+ * cut, its lines resolved and functions named on the sampling thread
+ * (the symbol tables are that thread's), encoded, written and pushed on
+ * the writer's. */
+struct period_job {
+	struct profile *q;        /* its stacks (owned) */
+	unsigned long long n;     /* period number, from 1 */
+	uint64_t from_ns, until_ns; /* Unix time, ns */
+	pid_t pid;                /* the session's main process */
+	const char *runtime;      /* session_runtime (interned), or NULL */
+	char path[4096];          /* the file, "" for --upload alone */
+	char cmd[512];            /* session_cmdline, copied */
+	char title[600];          /* q's title points here */
 };
 
 /* The series name of --upload into OUT (LEN bytes):
  * APP{hostname=..,pid=PID[,process=PROC],runtime=..,TAGS} (Pyroscope's
  * labelset syntax; values made safe by upload_label_value). */
-static void upload_name(const struct period *pr, char *out, size_t len, pid_t pid,
-			const char *process)
+static void upload_name(const struct cli_opts *o, const struct period_job *j, char *out,
+			size_t len, pid_t pid, const char *process)
 {
-	const struct cli_opts *o = pr->o;
 	char app[128], v[128], host[256] = "";
 	if (o->app) {
 		snprintf(app, sizeof app, "%s", o->app);
 	} else {
 		/* the command's base name: "luajit" of "/usr/bin/luajit app.lua" */
-		const char *cmd = session_cmdline(pr->s);
+		const char *cmd = j->cmd;
 		const char *sp = strchr(cmd, ' ');
 		size_t n = sp ? (size_t)(sp - cmd) : strlen(cmd);
 		const char *sl = memrchr(cmd, '/', n);
@@ -116,10 +152,10 @@ static void upload_name(const struct period *pr, char *out, size_t len, pid_t pi
 	if (process && o2 < len)
 		o2 += (size_t)snprintf(out + o2, len - o2, ",process=%s",
 				       upload_label_value(process, v, sizeof v));
-	if (session_runtime(pr->s) && o2 < len) {
+	if (j->runtime && o2 < len) {
 		/* "LuaJIT 2.1 GC64" of "LuaJIT 2.1 GC64, upstream ... (Debian ...)" */
 		char rt[128];
-		snprintf(rt, sizeof rt, "%s", session_runtime(pr->s));
+		snprintf(rt, sizeof rt, "%s", j->runtime);
 		rt[strcspn(rt, ",(")] = 0;
 		size_t l = strlen(rt);
 		while (l && rt[l - 1] == ' ')
@@ -137,14 +173,14 @@ static void upload_name(const struct period *pr, char *out, size_t len, pid_t pi
 }
 
 /* Encode Q as pprof and queue it under NAME. */
-static void upload_one(const struct period *pr, const struct profile *q, const char *name,
-		       uint64_t from_s, uint64_t until_s)
+static void upload_one(const struct cli_opts *o, const struct period_job *j,
+		       const struct profile *q, const char *name, uint64_t from_s, uint64_t until_s)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	if (!f) {
-		msg_error("period %llu: out of memory; not uploaded", pr->n);
+		msg_error("period %llu: out of memory; not uploaded", j->n);
 		return;
 	}
 	int rc = out_pprof_write(q, f);
@@ -152,11 +188,11 @@ static void upload_one(const struct period *pr, const struct profile *q, const c
 		rc = -ENOMEM;
 	if (rc < 0) {
 		free(buf);
-		msg_error("period %llu: cannot encode the profile: %s", pr->n, strerror(-rc));
+		msg_error("period %llu: cannot encode the profile: %s", j->n, strerror(-rc));
 		return;
 	}
-	if (upload_queue(buf, len, name, from_s, until_s, pr->o->rate_hz) < 0)
-		msg_debug(1, "period %llu: the upload queue is full; dropped", pr->n);
+	if (upload_queue(buf, len, name, from_s, until_s, o->rate_hz) < 0)
+		msg_debug(1, "period %llu: the upload queue is full; dropped", j->n);
 }
 
 /* Most processes one period of -s uploads as series of their own; the
@@ -166,17 +202,17 @@ static void upload_one(const struct period *pr, const struct profile *q, const c
 /* Queue Q (one period, FROM..UNTIL ns since the epoch) for --upload: one
  * series, or with -s one per process (its root frame, "process PID
  * "CMD"", labels pid and process). */
-static void period_upload(struct period *pr, const struct profile *q, uint64_t from_ns,
-			  uint64_t until_ns)
+static void period_upload(const struct cli_opts *o, const struct period_job *j)
 {
+	const struct profile *q = j->q;
 	/* from/until in whole seconds (the API's unit), until > from */
-	uint64_t from_s = from_ns / 1000000000ull, until_s = until_ns / 1000000000ull;
+	uint64_t from_s = j->from_ns / 1000000000ull, until_s = j->until_ns / 1000000000ull;
 	if (until_s <= from_s)
 		until_s = from_s + 1;
 	char name[1024];
-	if (!pr->o->subprocesses) {
-		upload_name(pr, name, sizeof name, session_pid(pr->s), NULL);
-		upload_one(pr, q, name, from_s, until_s);
+	if (!o->subprocesses && o->npids < 2) {
+		upload_name(o, j, name, sizeof name, j->pid, NULL);
+		upload_one(o, j, q, name, from_s, until_s);
 		return;
 	}
 	/* the roots (outermost frames naming a process), at most
@@ -210,10 +246,10 @@ static void period_upload(struct period *pr, const struct profile *q, uint64_t f
 			size_t depth;
 			uint64_t count;
 			profile_stack(q, i, &tid, &ids, &depth, &count);
-			size_t j = 1;
-			while (j < nroot && (!depth || root[j] != ids[0]))
-				j++;
-			if ((k == 0 && j < nroot) || (k > 0 && j != k) || !count)
+			size_t r = 1;
+			while (r < nroot && (!depth || root[r] != ids[0]))
+				r++;
+			if ((k == 0 && r < nroot) || (k > 0 && r != k) || !count)
 				continue;
 			stack_clear(&st);
 			for (size_t d = depth; d-- > 0;)
@@ -223,7 +259,7 @@ static void period_upload(struct period *pr, const struct profile *q, uint64_t f
 		if (profile_total(qr) > 0 || (k == 0 && nroot == 1)) {
 			*profile_meta(qr) = *profile_meta_const(q);
 			profile_meta(qr)->samples = profile_total(qr);
-			int pid = (int)session_pid(pr->s);
+			int pid = (int)j->pid;
 			char proc[128] = "";
 			if (k > 0) {
 				/* "process 42 "/usr/bin/luajit app.lua"": pid and command's base name */
@@ -238,8 +274,8 @@ static void period_upload(struct period *pr, const struct profile *q, uint64_t f
 					snprintf(proc, sizeof proc, "%.*s", (int)(n < 100 ? n : 100), b);
 				}
 			}
-			upload_name(pr, name, sizeof name, pid, k > 0 && proc[0] ? proc : NULL);
-			upload_one(pr, qr, name, from_s, until_s);
+			upload_name(o, j, name, sizeof name, pid, k > 0 && proc[0] ? proc : NULL);
+			upload_one(o, j, qr, name, from_s, until_s);
 		}
 		profile_free(qr);
 	}
@@ -299,56 +335,157 @@ static int period_pattern_ok(const char *pat)
 	return 0;
 }
 
-/* Cut the period that ends now: its stacks into a profile of their own,
- * written to the pattern's next name; the aggregate is reset. */
-static void period_cut(struct period *pr, uint64_t now)
+/* The writers record can call on any thread (out_write_file's table is
+ * out_file.c's own). */
+static int (*const format_writer[OUT_NFORMATS])(const struct profile *, FILE *) = {
+	[OUT_FLAMEGRAPH] = out_svg_write, [OUT_FOLDED] = out_folded_write,
+	[OUT_SPEEDSCOPE] = out_speedscope_write, [OUT_PPROF] = out_pprof_write,
+	[OUT_CALLGRIND] = out_callgrind_write,
+};
+
+/* Write Q as FMT to PATH: a FIFO or a character device (a pipe to a log
+ * shipper, /dev/stdout) is opened and written in place, waiting for its
+ * reader; anything else goes through out_write_file (a temporary file
+ * renamed). 0 or -errno. */
+static int record_write_file(const struct profile *q, int fmt, const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0 || !(S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode)))
+		return out_write_file(q, fmt, path);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "w");
+	if (!f) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	errno = 0;
+	int rc = format_writer[fmt](q, f);
+	if (rc == 0 && fflush(f) != 0)
+		rc = errno > 0 ? -errno : -EIO;
+	if (rc == 0)
+		rc = out_ferror(f);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+/* The writer thread's job (period_out_fn): push J to --upload, write
+ * it to its file, count, free it. */
+static void period_write(void *jv, void *arg)
+{
+	struct period_job *j = jv;
+	struct period *pr = arg;
+	uint64_t samples = profile_meta_const(j->q)->samples;
+	if (__atomic_load_n(&pr->abandoned, __ATOMIC_ACQUIRE)) {
+		profile_free(j->q);
+		free(j);
+		return;
+	}
+	if (pr->o->upload)
+		period_upload(pr->o, j);
+	if (j->path[0] && !__atomic_load_n(&pr->abandoned, __ATOMIC_ACQUIRE)) {
+		int wrc = record_write_file(j->q, pr->o->format, j->path);
+		if (wrc < 0) {
+			__atomic_add_fetch(&pr->failed, 1, __ATOMIC_RELAXED);
+			msg_error("period %llu: cannot write '%s': %s", j->n, j->path, strerror(-wrc));
+		} else {
+			__atomic_add_fetch(&pr->written, 1, __ATOMIC_RELAXED);
+			fprintf(stderr, "%sWrote %s of %llu samples to '%s'\n", isatty(2) ? "\r" : "",
+				out_format_noun(pr->o->format),
+				(unsigned long long)profile_meta_const(j->q)->samples, j->path);
+		}
+	}
+	profile_free(j->q);
+	free(j);
+	__atomic_sub_fetch(&pr->queued_samples, samples, __ATOMIC_RELAXED);
+}
+
+/* Cut the period that ends now: its stacks into a profile of their own
+ * (lines resolved, functions named: the symbol tables are this
+ * thread's), handed to the writer thread; the aggregate is reset. When
+ * PERIOD_OUT_QUEUE_MAX periods wait already the period is dropped,
+ * counted and said, unless FINAL (sampling is over: wait for room). */
+static void period_cut(struct period *pr, uint64_t now, int final)
 {
 	const struct session_stats *st = session_stats(pr->s);
 	uint64_t unix_now = time_unix_ns();
 	struct profile *q = profile_new();
+	struct period_job *j = calloc(1, sizeof *j);
 	pr->n++;
-	if (!q || profile_add_filtered(q, pr->p, NULL) < 0) {
+	if (!q || !j || profile_add_filtered(q, pr->p, NULL) < 0) {
 		profile_free(q);
+		free(j);
 		profile_reset(pr->p);
-		pr->failed++;
+		__atomic_add_fetch(&pr->failed, 1, __ATOMIC_RELAXED);
 		msg_error("period %llu: out of memory; its samples are lost", pr->n);
 		goto next;
 	}
 	profile_reset(pr->p);
+	j->q = q;
+	j->n = pr->n;
+	j->from_ns = pr->start_unix;
+	j->until_ns = unix_now;
+	j->pid = session_pid(pr->s);
+	j->runtime = session_runtime(pr->s);
+	snprintf(j->cmd, sizeof j->cmd, "%s", session_cmdline(pr->s));
+	snprintf(j->title, sizeof j->title, "%s", j->cmd);
 	struct profile_meta *m = profile_meta(q);
-	snprintf(pr->title, sizeof pr->title, "%s", session_cmdline(pr->s));
-	m->title = pr->title;
-	m->pid = session_pid(pr->s);
+	m->title = j->title;
+	m->pid = j->pid;
 	m->rate_hz = pr->o->rate_hz;
 	m->duration_ns = now - pr->start;
 	m->start_unix_ns = pr->start_unix;
 	m->samples = profile_total(q);
 	m->errors = st->errors - pr->errors0;
-	m->runtime = session_runtime(pr->s);
+	m->runtime = j->runtime;
 	if (profile_map_frames(q, resolve_line, NULL) < 0)
 		msg_debug(1, "out of memory: native frames keep no source lines");
 	if (profile_name_functions(q) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
-	if (pr->o->upload)
-		period_upload(pr, q, pr->start_unix, unix_now);
-	char path[4096];
-	if (!pr->o->output) {
-		/* --upload alone: no file */
-	} else if (period_path(pr->o->output, m->pid, pr->start_unix, pr->n, path, sizeof path) < 0) {
-		pr->failed++;
+	if (pr->o->output &&
+	    period_path(pr->o->output, m->pid, pr->start_unix, pr->n, j->path, sizeof j->path) < 0) {
+		__atomic_add_fetch(&pr->failed, 1, __ATOMIC_RELAXED);
 		msg_error("period %llu: the output name is too long", pr->n);
-	} else {
-		int wrc = out_write_file(q, pr->o->format, path);
-		if (wrc < 0) {
-			pr->failed++;
-			msg_error("period %llu: cannot write '%s': %s", pr->n, path, strerror(-wrc));
-		} else {
-			pr->written++;
-			fprintf(stderr, "%sWrote %s of %llu samples to '%s'\n", isatty(2) ? "\r" : "",
-				out_format_noun(pr->o->format), (unsigned long long)m->samples, path);
+		j->path[0] = 0;
+		if (!pr->o->upload) {
+			profile_free(q);
+			free(j);
+			goto next;
 		}
 	}
-	profile_free(q);
+	__atomic_add_fetch(&pr->queued_samples, m->samples, __ATOMIC_RELAXED);
+	uint64_t t0 = time_now_ns();
+	while (period_out_push(j) < 0) {
+		if (final && !session_stop_signal) {
+			/* the last period: wait for room, as record_wait_output waits */
+			if (!pr->said_waiting && time_now_ns() - t0 >= 1000000000ull) {
+				msg_error("waiting for the output of %d period(s) (a FIFO nobody reads?); "
+					  "Ctrl-C drops them", period_out_pending() + 1);
+				pr->said_waiting = 1;
+			}
+			struct timespec ts = { 0, 10 * 1000000L };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		/* the writer is PERIOD_OUT_QUEUE_MAX periods behind (a stalled
+		 * disk, a FIFO nobody reads): sampling goes on, this period goes */
+		__atomic_sub_fetch(&pr->queued_samples, m->samples, __ATOMIC_RELAXED);
+		pr->dropped++;
+		pr->dropped_samples += m->samples;
+		if (pr->dropped == 1)
+			msg_error("period %llu: %d periods wait for the output already: dropped (%llu samples); "
+				  "more drops are counted, not said (-v says each)", pr->n,
+				  PERIOD_OUT_QUEUE_MAX, (unsigned long long)m->samples);
+		else
+			msg_debug(1, "period %llu: %d periods wait for the output already: dropped (%llu samples)",
+				  pr->n, PERIOD_OUT_QUEUE_MAX, (unsigned long long)m->samples);
+		profile_free(q);
+		free(j);
+		break;
+	}
 next:
 	pr->start = now;
 	pr->start_unix = unix_now;
@@ -363,7 +500,7 @@ static void period_tick(struct period *pr)
 	uint64_t due = pr->run_start + (pr->n + 1) * pr->period_ns;
 	if (now < due || (pr->end_ns != UINT64_MAX && pr->end_ns - due < pr->period_ns / 10 + 1))
 		return;
-	period_cut(pr, now);
+	period_cut(pr, now, 0);
 }
 
 static int status_tick(void *arg, const struct session_stats *st)
@@ -391,30 +528,75 @@ static int status_tick(void *arg, const struct session_stats *st)
 /* Seconds the end of a run waits for the upload queue to drain. */
 #define UPLOAD_DRAIN_S 15.0
 
+/* The end of record --period: every period queued is written (a FIFO:
+ * once its reader comes), however long that takes, unless Ctrl-C (or
+ * SIGTERM, SIGHUP) comes meanwhile: then what still waits is dropped,
+ * counted, and the writer is left behind (its job ends with the
+ * process). */
+static void record_wait_output(struct period *pr)
+{
+	uint64_t t0 = time_now_ns();
+	for (int n; (n = period_out_pending()) > 0;) {
+		if (session_stop_signal) {
+			__atomic_store_n(&pr->abandoned, 1, __ATOMIC_RELEASE);
+			pr->dropped += (unsigned long long)n;
+			pr->dropped_samples += __atomic_load_n(&pr->queued_samples, __ATOMIC_RELAXED);
+			msg_error("%d period(s) not written: dropped at your request", n);
+			return;
+		}
+		if (!pr->said_waiting && time_now_ns() - t0 >= 1000000000ull) {
+			msg_error("waiting for the output of %d period(s) (a FIFO nobody reads?); "
+				  "Ctrl-C drops them", n);
+			pr->said_waiting = 1;
+		}
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	period_out_finish();
+}
+
 /* record --period: sample, cutting a profile every period, until the
  * run ends; then the last period. Exit status as cmd_record's. */
 static int record_periods(struct cli_opts *o, struct session *s, struct profile *p)
 {
-	struct period pr = { .o = o, .s = s, .p = p };
+	/* static: a writer left waiting for a FIFO's reader at the end
+	 * (see record_wait_output) may still read it after this returns */
+	static struct period pr;
+	pr = (struct period){ .o = o, .s = s, .p = p };
 	pr.period_ns = (uint64_t)(o->period_s * 1e9);
 	pr.run_start = pr.start = time_now_ns();
 	pr.start_unix = time_unix_ns();
 	pr.end_ns = o->duration_s > 0 ? pr.run_start + (uint64_t)(o->duration_s * 1e9) : UINT64_MAX;
 	struct status ss = { isatty(2), 0, &pr };
+	int e = period_out_start(period_write, &pr);
+	if (e < 0) {
+		msg_error("cannot start the output thread: %s", strerror(-e));
+		profile_free(p);
+		session_finish(s);
+		return 1;
+	}
 	/* ticks often enough that a period ends within 50 ms of its time */
 	session_run(s, p, 50 * 1000000ull, status_tick, &ss);
 	if (ss.printed)
 		fputc('\n', stderr);
+	/* from here a stop signal drops the output still waiting */
+	session_stop_signal = 0;
 	if (profile_total(p) > 0 || pr.n == 0)
-		period_cut(&pr, time_now_ns());
+		period_cut(&pr, time_now_ns(), 1);
+	record_wait_output(&pr);
+	unsigned long long written = __atomic_load_n(&pr.written, __ATOMIC_RELAXED);
+	unsigned long long failed = __atomic_load_n(&pr.failed, __ATOMIC_RELAXED);
 	const struct session_stats *st = session_stats(s);
-	int nolua = o->subprocesses && !session_runtime(s);
+	int nolua = (o->subprocesses || o->npids > 1) && !session_runtime(s);
 	if (nolua)
-		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+		record_say_nolua(o, s);
 	session_report_lag(s);
-	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed\n",
-		(unsigned long long)st->samples, (unsigned long long)st->errors, pr.written,
-		pr.failed);
+	fprintf(stderr, "Samples: %llu  Errors: %llu  Periods: %llu written, %llu failed",
+		(unsigned long long)st->samples, (unsigned long long)st->errors, written, failed);
+	if (pr.dropped)
+		fprintf(stderr, ", %llu dropped (%llu samples)", pr.dropped,
+			(unsigned long long)pr.dropped_samples);
+	fputc('\n', stderr);
 	struct upload_counts uc = { 0 };
 	if (o->upload) {
 		/* the last period and any backlog: a bounded wait */
@@ -428,8 +610,9 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	}
 	if (o->stats) {
 		session_print_stats(s, stderr);
-		fprintf(stderr, "periods: %llu written, %llu failed (of %.0f s each)\n", pr.written,
-			pr.failed, o->period_s);
+		fprintf(stderr, "periods: %llu written, %llu failed, %llu dropped of %llu samples (of %.0f s "
+			"each; the output queue holds %d)\n", written, failed, pr.dropped,
+			(unsigned long long)pr.dropped_samples, o->period_s, PERIOD_OUT_QUEUE_MAX);
 		if (o->upload)
 			fprintf(stderr, "uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped "
 				"(queue: %d profiles, %u MiB)\n", (unsigned long long)uc.sent,
@@ -438,7 +621,7 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	}
 	profile_free(p);
 	int code = session_finish(s);
-	if (pr.failed || uc.rejected || uc.dropped)
+	if (failed || pr.dropped || uc.rejected || uc.dropped)
 		return 1;
 	if (nolua && code == 0)
 		return err_exit_code(LS_E_NOTLUA);
@@ -483,6 +666,12 @@ upload:
 			msg_error("cannot write '%s': %s", o->output, strerror(-rc));
 			return err_exit_code(LS_E_USAGE);
 		}
+	}
+	int pg = pgrep_resolve(o);
+	if (pg) {
+		if (o->upload)
+			upload_finish(0);
+		return pg;
 	}
 	struct session *s;
 	/* native lines are looked up once, at the end, not in the first
@@ -540,9 +729,9 @@ upload:
 	if (profile_name_functions(p) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
 	int wrc = out_write_file(p, o->format, o->output);
-	int nolua = o->subprocesses && !session_runtime(s);
+	int nolua = (o->subprocesses || o->npids > 1) && !session_runtime(s);
 	if (nolua)
-		msg_error("no Lua runtime appeared in pid %d or its descendants", (int)session_pid(s));
+		record_say_nolua(o, s);
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);

@@ -29,6 +29,7 @@
 #include "htab.h"
 #include "intern.h"
 #include "msg.h"
+#include "pgrep.h"
 #include "profile.h"
 #include "session.h"
 #include "vm.h"
@@ -891,7 +892,10 @@ static int top_tick(void *arg, const struct session_stats *st)
 int cmd_top(struct cli_opts *o)
 {
 	struct session *s;
-	int code = session_start(o, &s);
+	int code = pgrep_resolve(o);
+	if (code)
+		return code;
+	code = session_start(o, &s);
 	if (code)
 		return code;
 	struct top t;

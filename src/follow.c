@@ -182,6 +182,19 @@ struct tgt *follow_add(struct follow *f, pid_t pid)
 	return tg;
 }
 
+int follow_add_roots(struct follow *f, const pid_t *pids, int n, int roots_only)
+{
+	f->roots_only = roots_only;
+	for (int i = 0; i < n; i++) {
+		struct tgt *tg = follow_add(f, pids[i]);
+		if (!tg && pids[i] != f->self)
+			return -LS_E_NOMEM;
+		if (tg)
+			tg->next_probe_ns = 0;
+	}
+	return 0;
+}
+
 static void close_tgt(struct tgt *tg)
 {
 	target_close(tg->t);
@@ -260,7 +273,8 @@ int follow_scan(struct follow *f)
 		return 0;
 	follow_reap(f);
 	uint64_t cpu0 = cpu_now_ns();
-	add_children(f, now);
+	if (!f->roots_only)
+		add_children(f, now);
 	/* listing children reads a file per thread: a process of many
 	 * threads is scanned less often, so that the scan takes at most
 	 * 10% of a CPU (CPU time: being preempted on a loaded machine is

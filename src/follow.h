@@ -45,6 +45,7 @@ struct follow {
 	pid_t *kids;               /* children listed by the last scan (grown) */
 	size_t capkids;
 	int kids_oom;              /* times listing children ran out of memory */
+	int roots_only;            /* follow_scan adds no children (--pgrep without -s) */
 };
 
 /* Set F up (zeroed by the caller): note luaspy's pid and ancestors. */
@@ -54,6 +55,13 @@ void follow_init(struct follow *f);
  * luaspy itself or when out of memory. The pointer is valid until the
  * next follow_add or follow_scan. */
 struct tgt *follow_add(struct follow *f, pid_t pid);
+
+/* --pgrep's matches after the first (F->tg[0]): add PIDS[N] as roots of
+ * F, probed at the next follow_scan (a match that is not Lua yet is
+ * probed again as -s probes a descendant). ROOTS_ONLY: follow_scan adds
+ * no children (no -s). Pointers into F->tg are invalid afterwards.
+ * Returns 0 or -LS_E_NOMEM. */
+int follow_add_roots(struct follow *f, const pid_t *pids, int n, int roots_only);
 
 /* Open TG's process and probe it for Lua (target.h). Returns 0 with
  * TG->t set (and F->runtime when it was the first), -LS_E_NOTLUA or
@@ -65,7 +73,7 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen);
  * and thread lists. */
 void follow_reap(struct follow *f);
 
-/* --subprocesses, every 10 ms (up to 200 ms when listing the children,
+/* --subprocesses (or several --pgrep roots), every 10 ms (up to 200 ms when listing the children,
  * a file read per thread, took over 1 ms of CPU): free the dead, add the
  * children of every live process in F (luaspy excluded), then probe
  * those without Lua whose time has come: at once when new or when they

@@ -1,4 +1,5 @@
 /* intern.c: string interning over the shared hash index (htab.h). */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 static char **strs;           /* the interned strings, in order of arrival */
 static size_t nstrs, strs_cap;
 static struct htab tab;       /* content hash -> index into strs */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* record --period's writer thread interns too */
 
 struct key {
 	const char *s;
@@ -32,11 +34,15 @@ const char *intern_n(const char *s, size_t len)
 	struct key k = { s, len };
 	uint64_t h = htab_fnv1a(HTAB_FNV_INIT, s, len);
 	size_t pos;
+	pthread_mutex_lock(&mu);
 	if (htab_reserve(&tab) < 0)
 		abort();
 	int64_t i = htab_find(&tab, h, same, &k, &pos);
-	if (i >= 0)
-		return strs[i];
+	if (i >= 0) {
+		const char *r = strs[i];
+		pthread_mutex_unlock(&mu);
+		return r;
+	}
 	char *c = malloc(len + 1);
 	if (!c || array_grow(&strs, &strs_cap, nstrs + 1, sizeof *strs) < 0)
 		abort();
@@ -44,6 +50,7 @@ const char *intern_n(const char *s, size_t len)
 	c[len] = 0;
 	strs[nstrs] = c;
 	htab_insert(&tab, pos, h, (uint32_t)nstrs++);
+	pthread_mutex_unlock(&mu);
 	return c;
 }
 

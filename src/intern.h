@@ -1,6 +1,6 @@
 /* intern.h: process-wide string interning. Interned strings are never
- * freed and equal strings share one pointer. Not thread-safe (luaspy is
- * single-threaded). */
+ * freed and equal strings share one pointer. Thread-safe (one mutex):
+ * record --period encodes finished periods on a thread of its own. */
 #ifndef LUASPY_INTERN_H
 #define LUASPY_INTERN_H
 #include <stddef.h>

@@ -244,7 +244,8 @@ int session_start(const struct cli_opts *o, struct session **out)
 			return start_failed(s, msg_self(pid));
 		}
 		int rc = proc_check(pid);
-		if (rc < 0)
+		/* --pgrep: the first match may have exited since; the others count */
+		if (rc < 0 && !(o->npids > 1 && (rc == -LS_E_NOPID || rc == -LS_E_ZOMBIE)))
 			return start_failed(s, msg_err_pid(pid, rc));
 	}
 	struct tgt *tg = follow_add(&s->fl, pid);
@@ -252,7 +253,13 @@ int session_start(const struct cli_opts *o, struct session **out)
 		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	char why[512] = "";
 	int rc;
-	if (o->subprocesses) {
+	/* --pgrep's other matches: roots beside the first, each probed as
+	 * -s probes its root (follow.h: follow_add_roots) */
+	int multi = o->npids > 1;
+	if (multi && follow_add_roots(&s->fl, o->pids + 1, o->npids - 1, !o->subprocesses) < 0)
+		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
+	tg = &s->fl.tg[0];
+	if (o->subprocesses || multi) {
 		/* the root may be a shell, a supervisor, a wrapper: its
 		 * descendants are followed from their start, not after
 		 * --timeout */
@@ -268,7 +275,8 @@ int session_start(const struct cli_opts *o, struct session **out)
 		*out = s;
 		return 0;
 	}
-	if (rc < 0 && (!o->subprocesses || final_error(rc) || (rc == -LS_E_NOPID && !s->child.pid))) {
+	if (rc < 0 && (!(o->subprocesses || multi) || final_error(rc) ||
+		       (rc == -LS_E_NOPID && !s->child.pid && !multi))) {
 		int code;
 		if (rc == -LS_E_UNSUPPORTED)
 			code = msg_unsupported(pid, why);
@@ -317,7 +325,7 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 		r.name = internf("thread %d \"%s\"", (int)tid, tname);
 		stack_push(st, &r);
 	}
-	if (s->o.subprocesses) {
+	if (s->o.subprocesses || s->o.npids > 1) {
 		r.name = tg->root_label;
 		stack_push(st, &r);
 	}
@@ -500,7 +508,7 @@ static int sample_round(struct session *s, struct profile *p, int *anc, int *pro
 {
 	s->st.ticks++;
 	s->st.threads = 0;
-	*probes = s->o.subprocesses ? follow_scan(&s->fl) : 0;
+	*probes = s->o.subprocesses || s->o.npids > 1 ? follow_scan(&s->fl) : 0;
 	*anc = 0;
 	int alive = 0, lua = 0;
 	for (int i = 0; i < s->fl.n; i++) {
@@ -716,7 +724,7 @@ void session_print_stats(const struct session *s, FILE *f)
 	fprintf(f, "stalls: %llu (sampling paused for %llu ms or more; longest %.1f ms)\n",
 		(unsigned long long)s->st.stalls, STALL_NS / 1000000ull,
 		(double)s->st.stall_max_ns / 1e6);
-	if (s->o.subprocesses)
+	if (s->o.subprocesses || s->o.npids > 1)
 		fprintf(f, "processes: %llu followed, %llu exited and freed\n", s->fl.added, s->fl.freed);
 	if (s->first_sample_ns && s->attached_ns)
 		fprintf(f, "time to first sample (ms): %.1f  (attach and probe %.1f)\n",

@@ -40,7 +40,9 @@ struct session_stats {
 enum session_end { END_NONE = 0, END_DURATION, END_SIGNAL, END_EXITED, END_CALLBACK };
 
 /* Start a session from O: attach to O->pid or launch O->argv, and wait
- * up to O->timeout_s for a Lua runtime. On failure prints one error line
+ * up to O->timeout_s for a Lua runtime. With several --pgrep matches
+ * (O->npids > 1) every one is a root, probed as -s probes its root
+ * (no wait), and each sample gets its process's root frame. On failure prints one error line
  * and returns the exit status (> 0) with *OUT NULL; a launched child is
  * killed and reaped then. Returns 0 on success. */
 int session_start(const struct cli_opts *o, struct session **out);
