@@ -249,7 +249,7 @@ static int c_callees_agree(struct target *t, const struct thread_snap *ts)
 }
 
 /* The red zone: the 128 bytes below rsp that x86_64 code may use
- * without moving rsp (System V ABI §3.2.2). */
+ * without moving rsp (the System V x86-64 ABI, section 3.2.2). */
 #define RED_ZONE 128
 
 /* A reader that refuses the red zone of a perf sample's thread, passing
