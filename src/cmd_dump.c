@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli.h"
 #include "cmd_dump_core.h"
@@ -12,8 +13,13 @@
 #include "proc_ptrace.h"
 #include "proc_task.h"
 #include "sampler.h"
+#include "timeutil.h"
 
 #define DUMP_RETRIES 3
+/* How long dump waits for a thread to stop: the stop timeout (1 s),
+ * then this long in all for the stop still pending (a loaded machine
+ * may not run the thread for seconds: CI's stressed runs, load 20) */
+#define DUMP_STOP_WAIT_NS (5 * 1000000000ull)
 
 /* Names of Lua functions by prototype, from the variables that hold
  * them in the threads' frames (vm_var.func_proto): a coroutine's body
@@ -324,8 +330,23 @@ static void dump_thread(struct dump_ctx *d, const struct proc_thread *th, int i,
 	memset(&info, 0, sizeof info);
 	stack_clear(&d->st);
 	int rc = d->hold ? d->h.stoprc[i] : 0;
+	uint64_t busy_until = 0;
 	for (int k = 0; (!d->hold || sh.held) && k < DUMP_RETRIES; k++) {
 		rc = sampler_sample_thread(t, th->tid, state, -1, &sh, &d->ts, &d->st, &info, NULL);
+		/* a thread a loaded machine did not run within the stop
+		 * timeout: its stop stays pending, and is taken when it
+		 * comes, up to DUMP_STOP_WAIT_NS in all (not a retry) */
+		if (rc == -LS_E_BUSY) {
+			uint64_t now = time_now_ns();
+			if (!busy_until)
+				busy_until = now + DUMP_STOP_WAIT_NS;
+			if (now < busy_until) {
+				struct timespec nap = { 0, 5 * 1000000L };
+				nanosleep(&nap, NULL);
+				k--;
+				continue;
+			}
+		}
 		/* again after a torn read, or once the walker could look
 		 * for a state it did not know (not while the thread was held) */
 		if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
