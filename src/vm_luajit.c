@@ -97,6 +97,8 @@ struct ctx {
 	int fr2;
 	int steps;           /* global bound on reads/iterations */
 	int name_miss;       /* a C function had no name (VM_DISC_NAMES) */
+	int may_learn;       /* the thread runs again (not held): a frame without
+	                      * a name may learn names first (learn_first) */
 	const char *why;     /* where the walk failed last (FAIL), or NULL */
 	/* protos checked in this walk (rd_proto): a deep recursion meets one
 	 * proto thousands of times; within one walk it is checked once */
@@ -566,6 +568,24 @@ static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f, u
 	return NULL;
 }
 
+/* A C function or builtin (FFID) without a name, met by a walk of a
+ * released thread (C->may_learn): learn names now, before the frame is
+ * named, when a state met by this sample is not adopted yet (the first
+ * sample of a record: no global_State symbol, the state found by
+ * DISPATCH or a cframe) or this builtin id was never looked for (a
+ * library loaded since). Each builtin id once per VM; later misses are
+ * left to discovery (VM_DISC_NAMES). docs/luajit.md §8.6. */
+static void learn_first(struct ctx *c, uint8_t ffid)
+{
+	struct vm *vm = c->vm;
+	uint8_t *tried = &vm->cache.ff_tried[ffid >> 3], bit = (uint8_t)(1u << (ffid & 7));
+	if (!c->may_learn || !c->t || (vm->found.ncand == 0 && (ffid <= 1 || (*tried & bit))))
+		return;
+	if (ffid > 1)
+		*tried |= bit;
+	lj_learn_now(vm, c->t, ffid);
+}
+
 /* ---- one thread's frames ---- */
 
 struct lframe {
@@ -656,6 +676,10 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t slot, uint64_t pc, st
 	}
 	fr->kind = FRAME_C;
 	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
+	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid])) {
+		learn_first(c, ffid);
+		n = fname_of(c->vm, fn, f, ffid);
+	}
 	struct sym_info ffi = { 0 };
 	const char *aux = NULL;
 	static const char *cdata_call;
@@ -2077,6 +2101,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			  .info = info, .innermost = 1 };
 	struct ctx *c = &w.c;
 	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
+	c->may_learn = !ts->held;
 	memset(info, 0, sizeof *info);
 	w.fb.want_lf = ts->want_vars;
 	lj_lframes_keep(vm, ts->want_vars ? ts->tid : -1, NULL, 0);

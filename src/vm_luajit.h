@@ -133,8 +133,10 @@ struct lj_tidbuf {
 
 /* What the probe and discovery found: states and library names.
  * Owner: vm_luajit_probe.c (lj_probe, lj_discover and their helpers)
- * writes it, never during a capture or a walk; the walker reads it and
- * may only queue candidates (lj_state_usable). */
+ * writes it, never during a capture or a walk held in the stop window;
+ * the walker reads it and queues candidates (lj_state_usable), and a
+ * walk of a released thread may run lj_learn_now() before it names a
+ * frame. */
 struct lj_found {
 	uint64_t *g;                 /* global_States found (grown, LJ_MAX_STATES) */
 	int ng;
@@ -185,6 +187,7 @@ struct lj_cache {
 	int nlf;
 	size_t caplf;
 	pid_t lf_tid;
+	uint8_t ff_tried[32];        /* builtin ids a walk had lj_learn_now() look for */
 };
 
 /* The VM found in a process: what it is (set by lj_probe, then
@@ -230,6 +233,15 @@ int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
  * (modules required after the probe). Returns the states and names
  * found. */
 int lj_discover(struct vm *vm, struct target *t, unsigned what);
+/* For a walk that runs outside the stop window (the thread released,
+ * thread_snap.held 0) and meets a C function or builtin (FFID > 1; 1 a
+ * lua_CFunction) without a name, before it names the frame: adopts the
+ * states captures and walks queued (learning their names), and, for a
+ * builtin still unnamed, learns the names of the states known before
+ * again. Reads the running target (t->mem.base): the cost of one
+ * discovery (2-70 ms), once per new state or builtin id (the walker
+ * keeps which, lj_cache.ff_tried). Returns the names added. */
+int lj_learn_now(struct vm *vm, struct target *t, uint8_t ffid);
 /* Free what VM's found and cache hold, then VM. */
 void lj_vm_free(struct vm *vm);
 /* Discovery for the candidates queued by lj_state_usable(): the valid

@@ -679,3 +679,22 @@ int lj_discover(struct vm *vm, struct target *t, unsigned what)
 	}
 	return found;
 }
+
+/* See vm_luajit.h. */
+int lj_learn_now(struct vm *vm, struct target *t, uint8_t ffid)
+{
+	struct mem *m = &t->mem.base;
+	int before = vm->found.nnames, ng = vm->found.ng;
+	/* a state met by this sample's capture or walk: adopting it learns
+	 * its names (lj_add_g) */
+	if (vm->found.ncand > 0)
+		lj_adopt_candidates(vm, m);
+	/* a builtin still without a name: the states known before may have
+	 * loaded its library since their names were learned */
+	if (ffid > 1 && !vm->found.ffname[ffid])
+		for (int k = 0; k < ng; k++)
+			lj_learn_names(vm, m, vm->found.g[k]);
+	msg_debug(1, "luajit: names learned in a walk (builtin %d): %d new", ffid,
+		  vm->found.nnames - before);
+	return vm->found.nnames - before;
+}
