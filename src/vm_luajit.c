@@ -1617,6 +1617,99 @@ static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
 	return n2;
 }
 
+/* The register of user_regs_struct R that UREG_* REG names. */
+static unsigned long long *ureg_of(struct user_regs_struct *r, int reg)
+{
+	switch (reg) {
+	case UREG_RBX: return &r->rbx;
+	case UREG_RBP: return &r->rbp;
+	case UREG_R12: return &r->r12;
+	case UREG_R13: return &r->r13;
+	case UREG_R14: return &r->r14;
+	default: return &r->r15;
+	}
+}
+
+/* The thread stopped (native frame 0, a leaf in the VM) inside one of the
+ * VM's register save or restore sequences (struct lj_edge: the pushes of
+ * lj_vm_call & co. before their sub rsp, or the pops and ret after
+ * vm_leave_unw's add rsp), where the VM's one CFI rule (CFA = rsp +
+ * CFRAME_SIZE) is wrong: the unwinder took a saved register or a stale
+ * slot for the return address and the sample had no frame at all
+ * (table.sort with a Lua comparator enters and leaves the VM through
+ * lj_vm_call for every comparison: ~2 % of its samples). No cframe of
+ * this entry is linked (not yet, or no more): the thread is in its C
+ * caller (lua_call) as far as Lua is concerned. So unwind again from the
+ * caller: CFA = rsp + 8 per register pushed so far (or still to pop) + 8,
+ * the registers still to pop read from their slots (the others hold the
+ * caller's values), and leave frame 0 out of the VM frames walked (it is
+ * shown as VM code, with no Lua frames of its own). docs/luajit.md §10.7.
+ * 0 (the native stack rewritten, or not this case) or -LS_E_NOMEM. */
+static int unwind_edge(struct wctx *w)
+{
+	struct native_stack *ns = w->ns;
+	const struct vm *vm = w->c.vm;
+	uint64_t pc = ns->f[0].pc;
+	if (ns->n < 1 || !(ns->f[0].flags & NF_LEAF) || !in_vm(vm, pc) || !w->c.t || !w->c.t->unw)
+		return 0;
+	const struct lj_edge *e = NULL;
+	int k = -1;
+	for (int j = 0; j < vm->nedge && !e; j++) {
+		const struct lj_edge *x = &vm->edge[j];
+		if (pc < x->addr || pc >= x->addr + x->off[x->ninsn])
+			continue;
+		for (int q = 0; q < x->ninsn; q++)
+			if (pc == x->addr + x->off[q])
+				k = q;
+		if (k < 0)
+			return 0; /* not at an instruction of it: not where a thread stops */
+		e = x;
+	}
+	/* an exit's add rsp has not run yet: the CFI rule still holds */
+	if (!e || (e->exit && k == 0))
+		return 0;
+	struct user_regs_struct r = w->ts->regs;
+	int slots; /* registers on the stack below the return address */
+	if (!e->exit) {
+		slots = k; /* pushed so far: all still hold the caller's values */
+	} else {
+		int npop = e->ninsn - 2; /* add rsp, the pops, ret/jmp */
+		slots = npop - (k - 1);
+		for (int q = 0; q < slots; q++) {
+			uint64_t v;
+			if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)q, &v) < 0)
+				return 0;
+			*ureg_of(&r, e->reg[k + q]) = v;
+		}
+	}
+	uint64_t cfa = r.rsp + 8u * (unsigned)slots + 8u, ret;
+	if (mem_read_u64(w->ts->mem, cfa - 8, &ret) < 0)
+		return 0;
+	r.rip = ret;
+	r.rsp = cfa;
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in the VM's register %s, instruction %d: "
+		  "CFA rsp+%d, %d caller frames", (unsigned long long)pc, e->exit ? "restore" : "save",
+		  k, 8 * slots + 8, n2);
+	int at = 1, j;
+	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
+		ns->f[at++] = w->tmp->f[j];
+	ns->f[1].flags &= ~NF_LEAF;
+	ns->n = at;
+	ns->truncated = w->tmp->truncated || j < n2;
+	w->first_vm = -1;
+	for (int i = 1; i < ns->n; i++)
+		if (in_vm(vm, ns->f[i].pc)) {
+			w->first_vm = i;
+			break;
+		}
+	return 0;
+}
+
 /* The native walk met JIT code (native frame W->nocfi, no CFI) and there
  * is no cframe of cur_L to unwind again from. The frames the unwinder
  * found past machine code came from no CFI (its frame-pointer guess on a
@@ -2111,6 +2204,8 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	lw->vm_end = vm->vm_end;
 	lw->vm_gc = w.have && w.s->vmstate == LJ_VMST_GC;
 	int rc = restart_after_trace(&w);
+	if (rc == 0)
+		rc = unwind_edge(&w);
 	if (rc == 0 && ts->native.n == 0) {
 		/* --lua-only / --nonblocking: no native frames to anchor the
 		 * segments; cur_L alone, top to bottom, as one segment */

@@ -190,6 +190,24 @@ struct lj_cache {
 	uint8_t ff_tried[32];        /* builtin ids a walk had lj_learn_now() look for */
 };
 
+/* A register save or restore sequence of the VM code (vm_x64.dasc
+ * saveregs: push rbp, rbx, r15, r14 [, r13, r12]; sub rsp, CFRAME_SPACE
+ * at lj_vm_call, lj_vm_pcall, lj_vm_cpcall, lj_vm_resume; restoreregs:
+ * add rsp, CFRAME_SPACE; the pops in reverse; then ret or jmp at
+ * vm_leave_unw, vm_unwind_rethrow), where the VM's one CFI rule (CFA =
+ * rsp + CFRAME_SIZE) does not hold. Found in the code by lj_probe;
+ * docs/luajit.md §10.7. */
+#define LJ_EDGES 16                  /* sequences kept (LuaJIT 2.1 has 6) */
+#define LJ_EDGE_INSNS 9              /* instructions of the longest one */
+struct lj_edge {
+	uint64_t addr;               /* target address of its first instruction */
+	uint8_t exit;                /* 0 saveregs, 1 restoreregs */
+	uint8_t ninsn;               /* instructions, the sub/add and ret/jmp included */
+	uint8_t off[LJ_EDGE_INSNS + 1]; /* byte offset of each instruction, then the end */
+	int8_t reg[LJ_EDGE_INSNS];   /* UREG_* each pushes or pops, -1: none (rbp is UREG_RBP) */
+	uint8_t space;               /* CFRAME_SPACE: the sub/add immediate */
+};
+
 /* The VM found in a process: what it is (set by lj_probe, then
  * constant), what was found in it, what the walker keeps. */
 struct vm {
@@ -197,6 +215,8 @@ struct vm {
 	const struct lj_objlayout *ol;
 	uint64_t vm_start, vm_end;   /* VM code range (the big FDE) */
 	const char *vm_module;       /* interned basename */
+	struct lj_edge edge[LJ_EDGES]; /* register save/restore sequences in the VM code */
+	int nedge;
 	char desc[160];
 	struct lj_found found;
 	struct lj_cache cache;
@@ -215,6 +235,13 @@ struct lj_snap {
 
 /* vm_luajit_probe.c */
 int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
+/* Find the register save and restore sequences (struct lj_edge) in
+ * CODE[0..LEN), the VM code at target address START, whose stack
+ * adjustment matches CFRAME_SIZE CF_SIZE (pushes + space + return
+ * address). Fills OUT (at most MAX); returns how many. Exported for the
+ * unit test. */
+int lj_edges_find(const uint8_t *code, size_t len, uint64_t start, unsigned cf_size,
+		  struct lj_edge *out, int max);
 /* Validate G as a global_State of layout VM->lay. 0 or -LS_E_GARBAGE. */
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
 /* Add G (validated) to VM's states; returns index or -1. Discovery
