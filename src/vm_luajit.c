@@ -1671,7 +1671,15 @@ static int unwind_edge(struct wctx *w)
 	struct user_regs_struct r = w->ts->regs;
 	int slots; /* registers on the stack below the return address */
 	if (!e->exit) {
-		slots = k; /* pushed so far: all still hold the caller's values */
+		/* pushed so far: all still hold the caller's values, but rbp
+		 * after the callback stub's push (it holds g now) */
+		slots = k + e->stub_rbp;
+		uint64_t v;
+		if (e->stub_rbp) {
+			if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)k, &v) < 0)
+				return 0;
+			r.rbp = v;
+		}
 	} else {
 		int npop = e->ninsn - 2; /* add rsp, the pops, ret/jmp */
 		slots = npop - (k - 1);

@@ -195,9 +195,11 @@ struct lj_cache {
  * at lj_vm_call, lj_vm_pcall, lj_vm_cpcall, lj_vm_resume; restoreregs:
  * add rsp, CFRAME_SPACE; the pops in reverse; then ret or jmp at
  * vm_leave_unw, vm_unwind_rethrow), where the VM's one CFI rule (CFA =
- * rsp + CFRAME_SIZE) does not hold. Found in the code by lj_probe;
+ * rsp + CFRAME_SIZE) does not hold; and vm_ffi_callback's saveregs_,
+ * the same without push rbp (the callback stub pushed it). Found in the
+ * code by lj_probe;
  * docs/luajit.md §10.7. */
-#define LJ_EDGES 16                  /* sequences kept (LuaJIT 2.1 has 6) */
+#define LJ_EDGES 16                  /* sequences kept (LuaJIT 2.1 has 7) */
 #define LJ_EDGE_INSNS 9              /* instructions of the longest one */
 struct lj_edge {
 	uint64_t addr;               /* target address of its first instruction */
@@ -206,6 +208,9 @@ struct lj_edge {
 	uint8_t off[LJ_EDGE_INSNS + 1]; /* byte offset of each instruction, then the end */
 	int8_t reg[LJ_EDGE_INSNS];   /* UREG_* each pushes or pops, -1: none (rbp is UREG_RBP) */
 	uint8_t space;               /* CFRAME_SPACE: the sub/add immediate */
+	uint8_t stub_rbp;            /* entry without push rbp (vm_ffi_callback's
+	                              * saveregs_): the callback stub pushed rbp
+	                              * just before, the caller's rbp is there */
 };
 
 /* The VM found in a process: what it is (set by lj_probe, then

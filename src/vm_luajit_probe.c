@@ -155,6 +155,11 @@ static int edge_at(const uint8_t *code, size_t len, size_t o, int exit, unsigned
 	int nr = 0, k = 0, l;
 	size_t p = o;
 	memset(e, 0, sizeof *e);
+	/* vm_ffi_callback: saveregs_ after the stub's push rbp */
+	if (!exit && code[o] == 0x53) {
+		regs[nr++] = UREG_RBP;
+		e->stub_rbp = 1;
+	}
 	if (exit) {
 		/* add rsp, imm8 */
 		if (len - p < 4 || code[p] != 0x48 || code[p + 1] != 0x83 || code[p + 2] != 0xc4)
@@ -205,8 +210,9 @@ int lj_edges_find(const uint8_t *code, size_t len, uint64_t start, unsigned cf_s
 {
 	int n = 0;
 	for (size_t o = 0; o + 8 <= len && n < max; o++) {
-		/* an entry starts with push rbp, an exit with add rsp */
-		if (code[o] != 0x55 && code[o] != 0x48)
+		/* an entry starts with push rbp (push rbx after the callback
+		 * stub's push rbp), an exit with add rsp */
+		if (code[o] != 0x55 && code[o] != 0x53 && code[o] != 0x48)
 			continue;
 		if (!edge_at(code, len, o, code[o] == 0x48, cf_size, &out[n]))
 			continue;

@@ -1,8 +1,9 @@
 /* t_vm_luajit_edges.c: unit test of lj_edges_find (vm_luajit_probe.c), the
  * scan of the LuaJIT VM code for its register save and restore sequences
  * (vm_x64.dasc saveregs/restoreregs), over synthetic code: the four- and
- * six-register forms, ret and jmp exits, a wrong order, a wrong frame
- * size, a sequence cut by the end of the code, and random bytes. */
+ * six-register forms, the FFI callback's form (no push rbp), ret and jmp
+ * exits, a wrong order, a wrong frame size, a sequence cut by the end of
+ * the code, and random bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ static const uint8_t save6[] = { 0x55, 0x53, 0x41, 0x57, 0x41, 0x56, 0x41, 0x55,
 				 0x48, 0x83, 0xec, 0x28 };
 static const uint8_t rest6[] = { 0x48, 0x83, 0xc4, 0x28, 0x41, 0x5c, 0x41, 0x5d, 0x41, 0x5e,
 				 0x41, 0x5f, 0x5b, 0x5d, 0xc3 };
+/* vm_ffi_callback: saveregs_ after the stub's push rbp */
+static const uint8_t saveu[] = { 0xcc, 0x53, 0x41, 0x57, 0x41, 0x56, 0x48, 0x83, 0xec, 0x28 };
 /* rbx and r15 swapped: not saveregs */
 static const uint8_t badorder[] = { 0x55, 0x41, 0x57, 0x53, 0x41, 0x56, 0x48, 0x83, 0xec, 0x28 };
 
@@ -40,9 +43,15 @@ static void test_forms(void)
 	put(code, 400, badorder, sizeof badorder);
 	put(code, 500, save6, sizeof save6);
 	put(code, 600, rest6, sizeof rest6);
+	put(code, 700, saveu, sizeof saveu);
 	int n = lj_edges_find(code, sizeof code, 0x1000, 80, e, LJ_EDGES);
-	CHECK(n == 3, "%d sequences for CFRAME_SIZE 80", n);
-	if (n == 3) {
+	CHECK(n == 4, "%d sequences for CFRAME_SIZE 80", n);
+	if (n == 4) {
+		CHECK(!e[0].stub_rbp);
+		/* the callback's: push rbx, push r15, push r14, sub; end */
+		CHECK(e[3].addr == 0x1000 + 701 && !e[3].exit && e[3].stub_rbp && e[3].ninsn == 4);
+		CHECK(e[3].off[0] == 0 && e[3].off[1] == 1 && e[3].off[3] == 5 && e[3].off[4] == 9);
+		CHECK(e[3].reg[0] == UREG_RBX && e[3].reg[2] == UREG_R14 && e[3].reg[3] == -1);
 		CHECK(e[0].addr == 0x1000 + 100 && !e[0].exit && e[0].ninsn == 5 && e[0].space == 0x28);
 		/* instruction starts: push rbp, push rbx, push r15, push r14, sub; end */
 		CHECK(e[0].off[0] == 0 && e[0].off[1] == 1 && e[0].off[2] == 2 && e[0].off[3] == 4 &&
@@ -65,6 +74,9 @@ static void test_forms(void)
 	}
 	/* at most MAX */
 	CHECK(lj_edges_find(code, sizeof code, 0, 80, e, 2) == 2);
+	/* with its push rbp: the whole saveregs, once */
+	code[700] = 0x55;
+	CHECK(lj_edges_find(code, sizeof code, 0, 80, e, LJ_EDGES) == 4 && e[3].addr == 700 && !e[3].stub_rbp);
 	/* cut by the end of the code: not one */
 	CHECK(lj_edges_find(save4, sizeof save4 - 1, 0, 80, e, LJ_EDGES) == 0);
 	CHECK(lj_edges_find(rest4, sizeof rest4 - 1, 0, 80, e, LJ_EDGES) == 0);
@@ -89,7 +101,7 @@ static void test_random(void)
 		int n = lj_edges_find(code, sizeof code, 0, 80, e, LJ_EDGES);
 		CHECK(n >= 2 && n <= LJ_EDGES, "round %d: %d", round, n);
 		for (int k = 0; k < n; k++)
-			CHECK(e[k].ninsn >= 5 && e[k].ninsn <= LJ_EDGE_INSNS &&
+			CHECK(e[k].ninsn >= 4 && e[k].ninsn <= LJ_EDGE_INSNS &&
 			      e[k].addr + e[k].off[e[k].ninsn] <= sizeof code);
 	}
 }
