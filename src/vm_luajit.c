@@ -1632,8 +1632,8 @@ static unsigned long long *ureg_of(struct user_regs_struct *r, int reg)
 
 /* The thread stopped (native frame 0, a leaf in the VM) inside one of the
  * VM's register save or restore sequences (struct lj_edge: the pushes of
- * lj_vm_call & co. before their sub rsp, or the pops and ret after
- * vm_leave_unw's add rsp), where the VM's one CFI rule (CFA = rsp +
+ * lj_vm_call & co. or of vm_ffi_callback before their sub rsp, or the
+ * pops and ret after vm_leave_unw's add rsp), where the VM's one CFI rule (CFA = rsp +
  * CFRAME_SIZE) is wrong: the unwinder took a saved register or a stale
  * slot for the return address and the sample had no frame at all
  * (table.sort with a Lua comparator enters and leaves the VM through
@@ -1649,9 +1649,10 @@ static int unwind_edge(struct wctx *w)
 {
 	struct native_stack *ns = w->ns;
 	const struct vm *vm = w->c.vm;
-	uint64_t pc = ns->f[0].pc;
-	if (ns->n < 1 || !(ns->f[0].flags & NF_LEAF) || !in_vm(vm, pc) || !w->c.t || !w->c.t->unw)
+	if (ns->n < 1 || !(ns->f[0].flags & NF_LEAF) || !in_vm(vm, ns->f[0].pc) || !w->c.t ||
+	    !w->c.t->unw)
 		return 0;
+	uint64_t pc = ns->f[0].pc;
 	const struct lj_edge *e = NULL;
 	int k = -1;
 	for (int j = 0; j < vm->nedge && !e; j++) {
@@ -1678,7 +1679,7 @@ static int unwind_edge(struct wctx *w)
 		if (e->stub_rbp) {
 			if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)k, &v) < 0)
 				return 0;
-			r.rbp = v;
+			r.rbp = v; /* the caller's, from the stub's slot */
 		}
 	} else {
 		int npop = e->ninsn - 2; /* add rsp, the pops, ret/jmp */
