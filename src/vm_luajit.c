@@ -2016,6 +2016,25 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
  * I: the first candidate whose frames walk cleanly down to the cframe
  * wins and starts W->sw. 1 when found, 0 for VM entry/exit glue (no Lua
  * frame of this cframe yet), or -LS_E_*. */
+/* ->vm_return of a Lua function called from C (lj_vm_call: table.sort's
+ * comparator), stopped moving the results down (vmstate C): they already
+ * cover the function slot at BASE-16, and L->base is still the returning
+ * frame's until the VM stores the previous base, which PC (rbx) holds
+ * meanwhile (`and PC, -8; sub PC, BASE; neg PC`): BASE minus the link's
+ * delta, just below BASE. Then the next cframe of L starts there (a hint,
+ * as for ->cont_ffi_callback). 1 when set. docs/luajit.md §10.7. */
+static int return_to_c(struct wctx *w, uint64_t L, uint64_t stack, uint64_t rdx)
+{
+	struct ctx *c = &w->c;
+	uint64_t prev = w->ts->regs.rbx & (c->fr2 ? ~0ull : 0xffffffffull);
+	if (!w->have || w->s->vmstate != LJ_VMST_C || L != w->s->cur_L || !in_vm(c->vm, w->ts->regs.rip) ||
+	    prev >= rdx || rdx - prev > (64u << 10) || (prev & 7) || !base_ok(c, stack, prev, 0, 0))
+		return 0;
+	w->hint_L = L;
+	w->hint_base = prev;
+	return 1;
+}
+
 static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t stack,
 			  uint64_t base, uint64_t floor, int iscb)
 {
@@ -2055,6 +2074,9 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 			w->hint_base = rdx;
 			msg_debug(3, "luajit: native frame %d: FFI callback returning, the next cframe from BASE 0x%llx",
 				  i, (unsigned long long)rdx);
+		} else if (iscb <= 0 && return_to_c(w, L, stack, rdx)) {
+			msg_debug(3, "luajit: native frame %d: returning to C, the next cframe from the previous BASE 0x%llx",
+				  i, (unsigned long long)w->hint_base);
 		}
 		return 0;
 	}
