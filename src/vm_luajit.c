@@ -97,6 +97,8 @@ struct ctx {
 	int fr2;
 	int steps;           /* global bound on reads/iterations */
 	int name_miss;       /* a C function had no name (VM_DISC_NAMES) */
+	int may_learn;       /* the thread runs again (not held): a frame without
+	                      * a name may learn names first (learn_first) */
 	const char *why;     /* where the walk failed last (FAIL), or NULL */
 	/* protos checked in this walk (rd_proto): a deep recursion meets one
 	 * proto thousands of times; within one walk it is checked once */
@@ -566,6 +568,24 @@ static const struct lj_fname *fname_of(struct vm *vm, uint64_t fn, uint64_t f, u
 	return NULL;
 }
 
+/* A C function or builtin (FFID) without a name, met by a walk of a
+ * released thread (C->may_learn): learn names now, before the frame is
+ * named, when a state met by this sample is not adopted yet (the first
+ * sample of a record: no global_State symbol, the state found by
+ * DISPATCH or a cframe) or this builtin id was never looked for (a
+ * library loaded since). Each builtin id once per VM; later misses are
+ * left to discovery (VM_DISC_NAMES). docs/luajit.md §8.6. */
+static void learn_first(struct ctx *c, uint8_t ffid)
+{
+	struct vm *vm = c->vm;
+	uint8_t *tried = &vm->cache.ff_tried[ffid >> 3], bit = (uint8_t)(1u << (ffid & 7));
+	if (!c->may_learn || !c->t || (vm->found.ncand == 0 && (ffid <= 1 || (*tried & bit))))
+		return;
+	if (ffid > 1)
+		*tried |= bit;
+	lj_learn_now(vm, c->t, ffid);
+}
+
 /* ---- one thread's frames ---- */
 
 struct lframe {
@@ -656,6 +676,10 @@ static int make_frame(struct ctx *c, uint64_t fn, uint64_t slot, uint64_t pc, st
 	}
 	fr->kind = FRAME_C;
 	const struct lj_fname *n = fname_of(c->vm, fn, f, ffid);
+	if (!n && !(ffid > 1 && c->vm->found.ffname[ffid])) {
+		learn_first(c, ffid);
+		n = fname_of(c->vm, fn, f, ffid);
+	}
 	struct sym_info ffi = { 0 };
 	const char *aux = NULL;
 	static const char *cdata_call;
@@ -1714,6 +1738,108 @@ static int restart_unwind(struct wctx *w, uint64_t cf, int at, int skip)
 	return n2;
 }
 
+/* The register of user_regs_struct R that UREG_* REG names. */
+static unsigned long long *ureg_of(struct user_regs_struct *r, int reg)
+{
+	switch (reg) {
+	case UREG_RBX: return &r->rbx;
+	case UREG_RBP: return &r->rbp;
+	case UREG_R12: return &r->r12;
+	case UREG_R13: return &r->r13;
+	case UREG_R14: return &r->r14;
+	default: return &r->r15;
+	}
+}
+
+/* The thread stopped (native frame 0, a leaf in the VM) inside one of the
+ * VM's register save or restore sequences (struct lj_edge: the pushes of
+ * lj_vm_call & co. or of vm_ffi_callback before their sub rsp, or the
+ * pops and ret after vm_leave_unw's add rsp), where the VM's one CFI rule (CFA = rsp +
+ * CFRAME_SIZE) is wrong: the unwinder took a saved register or a stale
+ * slot for the return address and the sample had no frame at all
+ * (table.sort with a Lua comparator enters and leaves the VM through
+ * lj_vm_call for every comparison: ~2 % of its samples). No cframe of
+ * this entry is linked (not yet, or no more): the thread is in its C
+ * caller (lua_call) as far as Lua is concerned. So unwind again from the
+ * caller: CFA = rsp + 8 per register pushed so far (or still to pop) + 8,
+ * the registers still to pop read from their slots (the others hold the
+ * caller's values), and leave frame 0 out of the VM frames walked (it is
+ * shown as VM code, with no Lua frames of its own). docs/luajit.md §10.7.
+ * 0 (the native stack rewritten, or not this case) or -LS_E_NOMEM. */
+static int unwind_edge(struct wctx *w)
+{
+	struct native_stack *ns = w->ns;
+	const struct vm *vm = w->c.vm;
+	if (ns->n < 1 || !(ns->f[0].flags & NF_LEAF) || !in_vm(vm, ns->f[0].pc) || !w->c.t ||
+	    !w->c.t->unw)
+		return 0;
+	uint64_t pc = ns->f[0].pc;
+	const struct lj_edge *e = NULL;
+	int k = -1;
+	for (int j = 0; j < vm->nedge && !e; j++) {
+		const struct lj_edge *x = &vm->edge[j];
+		if (pc < x->addr || pc >= x->addr + x->off[x->ninsn])
+			continue;
+		for (int q = 0; q < x->ninsn; q++)
+			if (pc == x->addr + x->off[q])
+				k = q;
+		if (k < 0)
+			return 0; /* not at an instruction of it: not where a thread stops */
+		e = x;
+	}
+	/* an exit's add rsp has not run yet: the CFI rule still holds */
+	if (!e || (e->exit && k == 0))
+		return 0;
+	struct user_regs_struct r = w->ts->regs;
+	int slots; /* registers on the stack below the return address */
+	if (!e->exit) {
+		/* pushed so far: all still hold the caller's values, but rbp
+		 * after the callback stub's push (it holds g now) */
+		slots = k + e->stub_rbp;
+		uint64_t v;
+		if (e->stub_rbp) {
+			if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)k, &v) < 0)
+				return 0;
+			r.rbp = v; /* the caller's, from the stub's slot */
+		}
+	} else {
+		int npop = e->ninsn - 2; /* add rsp, the pops, ret/jmp */
+		slots = npop - (k - 1);
+		for (int q = 0; q < slots; q++) {
+			uint64_t v;
+			if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)q, &v) < 0)
+				return 0;
+			*ureg_of(&r, e->reg[k + q]) = v;
+		}
+	}
+	uint64_t cfa = r.rsp + 8u * (unsigned)slots + 8u, ret;
+	if (mem_read_u64(w->ts->mem, cfa - 8, &ret) < 0)
+		return 0;
+	r.rip = ret;
+	r.rsp = cfa;
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in the VM's register %s, instruction %d: "
+		  "CFA rsp+%d, %d caller frames", (unsigned long long)pc, e->exit ? "restore" : "save",
+		  k, 8 * slots + 8, n2);
+	int at = 1, j;
+	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
+		ns->f[at++] = w->tmp->f[j];
+	ns->f[1].flags &= ~NF_LEAF;
+	ns->n = at;
+	ns->truncated = w->tmp->truncated || j < n2;
+	w->first_vm = -1;
+	for (int i = 1; i < ns->n; i++)
+		if (in_vm(vm, ns->f[i].pc)) {
+			w->first_vm = i;
+			break;
+		}
+	return 0;
+}
+
 /* The native walk met JIT code (native frame W->nocfi, no CFI) and there
  * is no cframe of cur_L to unwind again from. The frames the unwinder
  * found past machine code came from no CFI (its frame-pointer guess on a
@@ -2011,6 +2137,25 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
  * I: the first candidate whose frames walk cleanly down to the cframe
  * wins and starts W->sw. 1 when found, 0 for VM entry/exit glue (no Lua
  * frame of this cframe yet), or -LS_E_*. */
+/* ->vm_return of a Lua function called from C (lj_vm_call: table.sort's
+ * comparator), stopped moving the results down (vmstate C): they already
+ * cover the function slot at BASE-16, and L->base is still the returning
+ * frame's until the VM stores the previous base, which PC (rbx) holds
+ * meanwhile (`and PC, -8; sub PC, BASE; neg PC`): BASE minus the link's
+ * delta, just below BASE. Then the next cframe of L starts there (a hint,
+ * as for ->cont_ffi_callback). 1 when set. docs/luajit.md §10.7. */
+static int return_to_c(struct wctx *w, uint64_t L, uint64_t stack, uint64_t rdx)
+{
+	struct ctx *c = &w->c;
+	uint64_t prev = w->ts->regs.rbx & (c->fr2 ? ~0ull : 0xffffffffull);
+	if (!w->have || w->s->vmstate != LJ_VMST_C || L != w->s->cur_L || !in_vm(c->vm, w->ts->regs.rip) ||
+	    prev >= rdx || rdx - prev > (64u << 10) || (prev & 7) || !base_ok(c, stack, prev, 0, 0))
+		return 0;
+	w->hint_L = L;
+	w->hint_base = prev;
+	return 1;
+}
+
 static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64_t stack,
 			  uint64_t base, uint64_t floor, int iscb)
 {
@@ -2050,6 +2195,9 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 			w->hint_base = rdx;
 			msg_debug(3, "luajit: native frame %d: FFI callback returning, the next cframe from BASE 0x%llx",
 				  i, (unsigned long long)rdx);
+		} else if (iscb <= 0 && return_to_c(w, L, stack, rdx)) {
+			msg_debug(3, "luajit: native frame %d: returning to C, the next cframe from the previous BASE 0x%llx",
+				  i, (unsigned long long)w->hint_base);
 		}
 		return 0;
 	}
@@ -2198,6 +2346,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 			  .info = info, .innermost = 1 };
 	struct ctx *c = &w.c;
 	w.have = w.s->magic == SNAP_MAGIC && w.s->have;
+	c->may_learn = !ts->held;
 	memset(info, 0, sizeof *info);
 	w.fb.want_lf = ts->want_vars;
 	lj_lframes_keep(vm, ts->want_vars ? ts->tid : -1, NULL, 0);
@@ -2207,6 +2356,8 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	lw->vm_end = vm->vm_end;
 	lw->vm_gc = w.have && w.s->vmstate == LJ_VMST_GC;
 	int rc = restart_after_trace(&w);
+	if (rc == 0)
+		rc = unwind_edge(&w);
 	if (rc == 0 && ts->native.n == 0) {
 		/* --lua-only / --nonblocking: no native frames to anchor the
 		 * segments; cur_L alone, top to bottom, as one segment */

@@ -133,8 +133,10 @@ struct lj_tidbuf {
 
 /* What the probe and discovery found: states and library names.
  * Owner: vm_luajit_probe.c (lj_probe, lj_discover and their helpers)
- * writes it, never during a capture or a walk; the walker reads it and
- * may only queue candidates (lj_state_usable). */
+ * writes it, never during a capture or a walk held in the stop window;
+ * the walker reads it and queues candidates (lj_state_usable), and a
+ * walk of a released thread may run lj_learn_now() before it names a
+ * frame. */
 struct lj_found {
 	uint64_t *g;                 /* global_States found (grown, LJ_MAX_STATES) */
 	int ng;
@@ -185,6 +187,30 @@ struct lj_cache {
 	int nlf;
 	size_t caplf;
 	pid_t lf_tid;
+	uint8_t ff_tried[32];        /* builtin ids a walk had lj_learn_now() look for */
+};
+
+/* A register save or restore sequence of the VM code (vm_x64.dasc
+ * saveregs: push rbp, rbx, r15, r14 [, r13, r12]; sub rsp, CFRAME_SPACE
+ * at lj_vm_call, lj_vm_pcall, lj_vm_cpcall, lj_vm_resume; restoreregs:
+ * add rsp, CFRAME_SPACE; the pops in reverse; then ret or jmp at
+ * vm_leave_unw, vm_unwind_rethrow), where the VM's one CFI rule (CFA =
+ * rsp + CFRAME_SIZE) does not hold; and vm_ffi_callback's saveregs_,
+ * the same without push rbp (the callback stub pushed it). Found in the
+ * code by lj_probe;
+ * docs/luajit.md §10.7. */
+#define LJ_EDGES 16                  /* sequences kept (LuaJIT 2.1 has 7) */
+#define LJ_EDGE_INSNS 9              /* instructions of the longest one */
+struct lj_edge {
+	uint64_t addr;               /* target address of its first instruction */
+	uint8_t exit;                /* 0 saveregs, 1 restoreregs */
+	uint8_t ninsn;               /* instructions, the sub/add and ret/jmp included */
+	uint8_t off[LJ_EDGE_INSNS + 1]; /* byte offset of each instruction, then the end */
+	int8_t reg[LJ_EDGE_INSNS];   /* UREG_* each pushes or pops, -1: none (rbp is UREG_RBP) */
+	uint8_t space;               /* CFRAME_SPACE: the sub/add immediate */
+	uint8_t stub_rbp;            /* entry without push rbp (vm_ffi_callback's
+	                              * saveregs_): the callback stub pushed rbp
+	                              * just before, the caller's rbp is there */
 };
 
 /* The VM found in a process: what it is (set by lj_probe, then
@@ -194,6 +220,8 @@ struct vm {
 	const struct lj_objlayout *ol;
 	uint64_t vm_start, vm_end;   /* VM code range (the big FDE) */
 	const char *vm_module;       /* interned basename */
+	struct lj_edge edge[LJ_EDGES]; /* register save/restore sequences in the VM code */
+	int nedge;
 	char desc[160];
 	struct lj_found found;
 	struct lj_cache cache;
@@ -212,6 +240,13 @@ struct lj_snap {
 
 /* vm_luajit_probe.c */
 int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen);
+/* Find the register save and restore sequences (struct lj_edge) in
+ * CODE[0..LEN), the VM code at target address START, whose stack
+ * adjustment matches CFRAME_SIZE CF_SIZE (pushes + space + return
+ * address). Fills OUT (at most MAX); returns how many. Exported for the
+ * unit test. */
+int lj_edges_find(const uint8_t *code, size_t len, uint64_t start, unsigned cf_size,
+		  struct lj_edge *out, int max);
 /* Validate G as a global_State of layout VM->lay. 0 or -LS_E_GARBAGE. */
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g);
 /* Add G (validated) to VM's states; returns index or -1. Discovery
@@ -230,6 +265,15 @@ int lj_state_usable(struct vm *vm, struct mem *m, uint64_t g, const char *how);
  * (modules required after the probe). Returns the states and names
  * found. */
 int lj_discover(struct vm *vm, struct target *t, unsigned what);
+/* For a walk that runs outside the stop window (the thread released,
+ * thread_snap.held 0) and meets a C function or builtin (FFID > 1; 1 a
+ * lua_CFunction) without a name, before it names the frame: adopts the
+ * states captures and walks queued (learning their names), and, for a
+ * builtin still unnamed, learns the names of the states known before
+ * again. Reads the running target (t->mem.base): the cost of one
+ * discovery (2-70 ms), once per new state or builtin id (the walker
+ * keeps which, lj_cache.ff_tried). Returns the names added. */
+int lj_learn_now(struct vm *vm, struct target *t, uint8_t ffid);
 /* Free what VM's found and cache hold, then VM. */
 void lj_vm_free(struct vm *vm);
 /* Discovery for the candidates queued by lj_state_usable(): the valid

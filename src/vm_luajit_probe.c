@@ -122,6 +122,107 @@ int lj_fde_cb(void *arg, const char *name, uint64_t start, uint64_t end, Elf *el
 	return found;
 }
 
+/* ---- register save/restore sequences (vm_x64.dasc) ---- */
+
+/* A push (POP 0: 0x50+r, 41 0x50+r) or pop (POP 1: 0x58+r, 41 0x58+r)
+ * of callee-saved register at P (AVAIL bytes): its UREG_*, and *LEN;
+ * -1 when none. */
+static int pushpop_reg(const uint8_t *p, size_t avail, int pop, int *len)
+{
+	static const int8_t hi[] = { UREG_R12, UREG_R13, UREG_R14, UREG_R15 };
+	uint8_t b = pop ? 0x58 : 0x50;
+	if (avail >= 1 && (p[0] == b + 3 || p[0] == b + 5)) {
+		*len = 1;
+		return p[0] == b + 3 ? UREG_RBX : UREG_RBP;
+	}
+	if (avail >= 2 && p[0] == 0x41 && p[1] >= b + 4 && p[1] <= b + 7) {
+		*len = 2;
+		return hi[p[1] - b - 4];
+	}
+	return -1;
+}
+
+/* saveregs pushes these, in this order (4 of them, or 6 with
+ * NO_UNWIND); restoreregs pops them in reverse */
+static const int8_t save_order[] = { UREG_RBP, UREG_RBX, UREG_R15, UREG_R14, UREG_R13, UREG_R12 };
+
+/* The sequence at CODE[O..LEN) as entry (EXIT 0) or exit (EXIT 1), into
+ * *E; 1 when it is one whose stack adjustment is CF_SIZE. */
+static int edge_at(const uint8_t *code, size_t len, size_t o, int exit, unsigned cf_size,
+		   struct lj_edge *e)
+{
+	int8_t regs[6];
+	int nr = 0, k = 0, l;
+	size_t p = o;
+	memset(e, 0, sizeof *e);
+	/* vm_ffi_callback: saveregs_ after the stub's push rbp */
+	if (!exit && code[o] == 0x53) {
+		regs[nr++] = UREG_RBP;
+		e->stub_rbp = 1;
+	}
+	if (exit) {
+		/* add rsp, imm8 */
+		if (len - p < 4 || code[p] != 0x48 || code[p + 1] != 0x83 || code[p + 2] != 0xc4)
+			return 0;
+		e->space = code[p + 3];
+		e->off[k] = (uint8_t)(p - o);
+		e->reg[k++] = -1;
+		p += 4;
+	}
+	int r;
+	while (nr < 6 && (r = pushpop_reg(code + p, len - p, exit, &l)) >= 0) {
+		regs[nr++] = (int8_t)r;
+		e->off[k] = (uint8_t)(p - o);
+		e->reg[k++] = (int8_t)r;
+		p += (size_t)l;
+	}
+	if (nr != 4 && nr != 6)
+		return 0;
+	for (int j = 0; j < nr; j++)
+		if (regs[j] != save_order[exit ? nr - 1 - j : j])
+			return 0;
+	e->off[k] = (uint8_t)(p - o);
+	e->reg[k] = -1;
+	if (!exit) {
+		/* sub rsp, imm8 */
+		if (len - p < 4 || code[p] != 0x48 || code[p + 1] != 0x83 || code[p + 2] != 0xec)
+			return 0;
+		e->space = code[p + 3];
+		p += 4;
+	} else if (len - p >= 1 && code[p] == 0xc3) {
+		p += 1; /* ret */
+	} else if (len - p >= 5 && code[p] == 0xe9) {
+		p += 5; /* jmp rel32 (vm_unwind_rethrow: to lj_err_throw) */
+	} else {
+		return 0;
+	}
+	k++;
+	e->off[k] = (uint8_t)(p - o);
+	if (8u * (unsigned)nr + e->space + 8u != cf_size)
+		return 0;
+	e->exit = (uint8_t)exit;
+	e->ninsn = (uint8_t)k;
+	return 1;
+}
+
+int lj_edges_find(const uint8_t *code, size_t len, uint64_t start, unsigned cf_size,
+		  struct lj_edge *out, int max)
+{
+	int n = 0;
+	for (size_t o = 0; o + 8 <= len && n < max; o++) {
+		/* an entry starts with push rbp (push rbx after the callback
+		 * stub's push rbp), an exit with add rsp */
+		if (code[o] != 0x55 && code[o] != 0x53 && code[o] != 0x48)
+			continue;
+		if (!edge_at(code, len, o, code[o] == 0x48, cf_size, &out[n]))
+			continue;
+		out[n].addr = start + o;
+		o += out[n].off[out[n].ninsn] - 1u;
+		n++;
+	}
+	return n;
+}
+
 /* ---- validating a global_State ---- */
 
 int lj_check_g(struct vm *vm, struct mem *m, uint64_t g)
@@ -598,8 +699,8 @@ int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_
 	}
 	struct lj_codeinfo ci;
 	int rc = lj_code_derive(code, len, &ci);
-	free(code);
 	if (rc < 0) {
+		free(code);
 		msg_debug(1, "luajit: no VM entry pattern (mov r14,[rbp+glref]; add r14,G2DISP) in %s",
 			  ff.module);
 		snprintf(why, whylen,
@@ -618,6 +719,9 @@ int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_
 		  host & LJL_OPENRESTY ? ", OpenResty exports" : "",
 		  host & LJL_TARANTOOL ? ", tarantool_L" : "");
 	const struct lj_layout *lay = lj_layout_match(&ci, host);
+	struct lj_edge edge[LJ_EDGES];
+	int nedge = lay ? lj_edges_find(code, len, ff.start, lay->cf_size, edge, LJ_EDGES) : 0;
+	free(code);
 	if (!lay) {
 		snprintf(why, whylen,
 			 "LuaJIT in %s with %s refs, G2DISP %u, vmstate g+%d, cur_L g+%d%s%s matches no known layout",
@@ -640,6 +744,9 @@ int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_
 	vm->vm_start = ff.start;
 	vm->vm_end = ff.end;
 	vm->vm_module = ff.module;
+	memcpy(vm->edge, edge, (size_t)nedge * sizeof *edge);
+	vm->nedge = nedge;
+	msg_debug(1, "luajit: %d register save/restore sequences in the VM code", nedge);
 	probe_sym_state(vm, t, "tarantool_L");
 	probe_sym_state(vm, t, "globalL");
 	/* VM_PROBE_QUICK: no heap scan here, it read up to 512 MiB (0.8-1.5 s
@@ -678,4 +785,23 @@ int lj_discover(struct vm *vm, struct target *t, unsigned what)
 		found += vm->found.nnames - before;
 	}
 	return found;
+}
+
+/* See vm_luajit.h. */
+int lj_learn_now(struct vm *vm, struct target *t, uint8_t ffid)
+{
+	struct mem *m = &t->mem.base;
+	int before = vm->found.nnames, ng = vm->found.ng;
+	/* a state met by this sample's capture or walk: adopting it learns
+	 * its names (lj_add_g) */
+	if (vm->found.ncand > 0)
+		lj_adopt_candidates(vm, m);
+	/* a builtin still without a name: the states known before may have
+	 * loaded its library since their names were learned */
+	if (ffid > 1 && !vm->found.ffname[ffid])
+		for (int k = 0; k < ng; k++)
+			lj_learn_names(vm, m, vm->found.g[k]);
+	msg_debug(1, "luajit: names learned in a walk (builtin %d): %d new", ffid,
+		  vm->found.nnames - before);
+	return vm->found.nnames - before;
 }

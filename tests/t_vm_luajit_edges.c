@@ -1,0 +1,114 @@
+/* t_vm_luajit_edges.c: unit test of lj_edges_find (vm_luajit_probe.c), the
+ * scan of the LuaJIT VM code for its register save and restore sequences
+ * (vm_x64.dasc saveregs/restoreregs), over synthetic code: the four- and
+ * six-register forms, the FFI callback's form (no push rbp), ret and jmp
+ * exits, a wrong order, a wrong frame size, a sequence cut by the end of
+ * the code, and random bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vm_luajit.h"
+#include "check.h"
+
+/* push rbp, rbx, r15, r14; sub rsp, 0x28 (CFRAME_SIZE 80) */
+static const uint8_t save4[] = { 0x55, 0x53, 0x41, 0x57, 0x41, 0x56, 0x48, 0x83, 0xec, 0x28 };
+/* add rsp, 0x28; pop r14, r15, rbx, rbp; ret */
+static const uint8_t rest4[] = { 0x48, 0x83, 0xc4, 0x28, 0x41, 0x5e, 0x41, 0x5f, 0x5b, 0x5d, 0xc3 };
+/* the same, then jmp rel32 (vm_unwind_rethrow) */
+static const uint8_t rest4j[] = { 0x48, 0x83, 0xc4, 0x28, 0x41, 0x5e, 0x41, 0x5f, 0x5b, 0x5d,
+				  0xe9, 0x10, 0x20, 0x00, 0x00 };
+/* NO_UNWIND: r13, r12 too (CFRAME_SIZE 96) */
+static const uint8_t save6[] = { 0x55, 0x53, 0x41, 0x57, 0x41, 0x56, 0x41, 0x55, 0x41, 0x54,
+				 0x48, 0x83, 0xec, 0x28 };
+static const uint8_t rest6[] = { 0x48, 0x83, 0xc4, 0x28, 0x41, 0x5c, 0x41, 0x5d, 0x41, 0x5e,
+				 0x41, 0x5f, 0x5b, 0x5d, 0xc3 };
+/* vm_ffi_callback: saveregs_ after the stub's push rbp */
+static const uint8_t saveu[] = { 0xcc, 0x53, 0x41, 0x57, 0x41, 0x56, 0x48, 0x83, 0xec, 0x28 };
+/* rbx and r15 swapped: not saveregs */
+static const uint8_t badorder[] = { 0x55, 0x41, 0x57, 0x53, 0x41, 0x56, 0x48, 0x83, 0xec, 0x28 };
+
+static void put(uint8_t *code, size_t at, const uint8_t *b, size_t n)
+{
+	memcpy(code + at, b, n);
+}
+
+static void test_forms(void)
+{
+	uint8_t code[1024];
+	struct lj_edge e[LJ_EDGES];
+	memset(code, 0x90, sizeof code);
+	put(code, 100, save4, sizeof save4);
+	put(code, 200, rest4, sizeof rest4);
+	put(code, 300, rest4j, sizeof rest4j);
+	put(code, 400, badorder, sizeof badorder);
+	put(code, 500, save6, sizeof save6);
+	put(code, 600, rest6, sizeof rest6);
+	put(code, 700, saveu, sizeof saveu);
+	int n = lj_edges_find(code, sizeof code, 0x1000, 80, e, LJ_EDGES);
+	CHECK(n == 4, "%d sequences for CFRAME_SIZE 80", n);
+	if (n == 4) {
+		CHECK(!e[0].stub_rbp);
+		/* the callback's: push rbx, push r15, push r14, sub; end */
+		CHECK(e[3].addr == 0x1000 + 701 && !e[3].exit && e[3].stub_rbp && e[3].ninsn == 4);
+		CHECK(e[3].off[0] == 0 && e[3].off[1] == 1 && e[3].off[3] == 5 && e[3].off[4] == 9);
+		CHECK(e[3].reg[0] == UREG_RBX && e[3].reg[2] == UREG_R14 && e[3].reg[3] == -1);
+		CHECK(e[0].addr == 0x1000 + 100 && !e[0].exit && e[0].ninsn == 5 && e[0].space == 0x28);
+		/* instruction starts: push rbp, push rbx, push r15, push r14, sub; end */
+		CHECK(e[0].off[0] == 0 && e[0].off[1] == 1 && e[0].off[2] == 2 && e[0].off[3] == 4 &&
+		      e[0].off[4] == 6 && e[0].off[5] == 10);
+		CHECK(e[0].reg[0] == UREG_RBP && e[0].reg[1] == UREG_RBX && e[0].reg[2] == UREG_R15 &&
+		      e[0].reg[3] == UREG_R14 && e[0].reg[4] == -1);
+		CHECK(e[1].addr == 0x1000 + 200 && e[1].exit && e[1].ninsn == 6);
+		/* add, pop r14, pop r15, pop rbx, pop rbp, ret; end */
+		CHECK(e[1].off[0] == 0 && e[1].off[1] == 4 && e[1].off[2] == 6 && e[1].off[3] == 8 &&
+		      e[1].off[4] == 9 && e[1].off[5] == 10 && e[1].off[6] == 11);
+		CHECK(e[1].reg[0] == -1 && e[1].reg[1] == UREG_R14 && e[1].reg[4] == UREG_RBP &&
+		      e[1].reg[5] == -1);
+		CHECK(e[2].addr == 0x1000 + 300 && e[2].exit && e[2].ninsn == 6 && e[2].off[6] == 15);
+	}
+	n = lj_edges_find(code, sizeof code, 0, 96, e, LJ_EDGES);
+	CHECK(n == 2, "%d sequences for CFRAME_SIZE 96", n);
+	if (n == 2) {
+		CHECK(e[0].addr == 500 && !e[0].exit && e[0].ninsn == 7 && e[0].reg[5] == UREG_R12);
+		CHECK(e[1].addr == 600 && e[1].exit && e[1].ninsn == 8 && e[1].reg[1] == UREG_R12);
+	}
+	/* at most MAX */
+	CHECK(lj_edges_find(code, sizeof code, 0, 80, e, 2) == 2);
+	/* with its push rbp: the whole saveregs, once */
+	code[700] = 0x55;
+	CHECK(lj_edges_find(code, sizeof code, 0, 80, e, LJ_EDGES) == 4 && e[3].addr == 700 && !e[3].stub_rbp);
+	/* cut by the end of the code: not one */
+	CHECK(lj_edges_find(save4, sizeof save4 - 1, 0, 80, e, LJ_EDGES) == 0);
+	CHECK(lj_edges_find(rest4, sizeof rest4 - 1, 0, 80, e, LJ_EDGES) == 0);
+	/* whole, at the very end */
+	memset(code, 0x90, sizeof code);
+	put(code, sizeof code - sizeof rest4, rest4, sizeof rest4);
+	CHECK(lj_edges_find(code, sizeof code, 0, 80, e, LJ_EDGES) == 1);
+}
+
+/* random bytes: bounded, every sequence found well formed */
+static void test_random(void)
+{
+	static uint8_t code[1 << 16];
+	struct lj_edge e[LJ_EDGES];
+	srand(13);
+	for (int round = 0; round < 20; round++) {
+		for (size_t i = 0; i < sizeof code; i++)
+			code[i] = (uint8_t)(rand() >> 7);
+		/* a few real ones among the noise */
+		put(code, 1000 + (size_t)round, save4, sizeof save4);
+		put(code, 30000, rest4, sizeof rest4);
+		int n = lj_edges_find(code, sizeof code, 0, 80, e, LJ_EDGES);
+		CHECK(n >= 2 && n <= LJ_EDGES, "round %d: %d", round, n);
+		for (int k = 0; k < n; k++)
+			CHECK(e[k].ninsn >= 4 && e[k].ninsn <= LJ_EDGE_INSNS &&
+			      e[k].addr + e[k].off[e[k].ninsn] <= sizeof code);
+	}
+}
+
+int main(void)
+{
+	test_forms();
+	test_random();
+	return check_summary("t_vm_luajit_edges");
+}
