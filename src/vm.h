@@ -153,8 +153,12 @@ struct vm_ops {
 	int (*capture)(struct vm *vm, struct target *t, struct thread_snap *ts);
 	/* Walk TS's Lua frames into W (empty on entry) as segments anchored
 	 * to TS->native (merge.h); the sampler merges them with the native
-	 * frames, once. The walker reads discovery state but never changes
-	 * it: what it would need found is INFO->discover. It may rewrite
+	 * frames, once. The walker reads discovery state and asks for the
+	 * rest in INFO->discover; one exception: LuaJIT's walk of a thread
+	 * already released (not --blocking) that meets a C function or
+	 * builtin with no name learns the names of the states it met first
+	 * (lj_learn_now, docs/luajit.md §8.6), so that a record's first
+	 * sample is named like the others. It may rewrite
 	 * TS->native from a restart point on (LuaJIT: past trace mcode,
 	 * which has no CFI). Returns 0, or -LS_E_* (an error sample). A
 	 * thread not running Lua: 0, no segments, INFO->lua_frames = 0. */
