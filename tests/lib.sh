@@ -211,14 +211,18 @@ msleep() { sleep "$(awk "BEGIN { printf \"%.3f\", $1 / 1000 }")"; }
 # iterations N_CI N_STRESS: loop count, the larger one under `make stress`
 iterations() { if [ -n "${LUASPY_STRESS:-}" ]; then echo "$2"; else echo "$1"; fi; }
 
-# A busy Lua script with a known shape: main chunk -> outer -> middle -> leaf.
+# A busy Lua script with a known shape: main chunk (line 5) -> outer ->
+# middle -> leaf, for SECONDS of CPU. It reads os.clock (a system call:
+# under load ptrace stops land there out of proportion, docs/sampling.md
+# §5.2) once per k calls of outer, k doubled until they take 0.1 s.
 write_busy_lua() { # write_busy_lua FILE [SECONDS]
 	cat >"$1" <<LUA
 local function leaf(n) local s = 0 for i = 1, n do s = s + i * 7 + i * 13 end return s end
 local function middle(n) local s = 0 for i = 1, 10 do s = s + leaf(n) end return s end
 local function outer(n) local s = 0 for i = 1, 10 do s = s + middle(n) end return s end
-local t0 = os.clock()
-while os.clock() - t0 < ${2:-60} do outer(20000) end
+local t0, k, c = os.clock(), 1, 0
+while c < ${2:-60} do for _ = 1, k do outer(20000) end
+  local d = os.clock() - t0; if d - c < 0.1 then k = k * 2 end; c = d end
 LUA
 }
 

@@ -1,6 +1,9 @@
 /* puc_multi.c: a C host with one lua_State per thread (liblua5.4 shared
  * library, no globalL): thread i runs spin_i() in its own state, so each
  * OS thread must show its own state's frames (tests/puc-multi-state.test).
+ * Each runs for 4 * SECS seconds of the process's CPU, reading os.clock (a
+ * system call: under load ptrace stops land there out of proportion,
+ * docs/sampling.md §5.2) once per k calls, k doubled until they take 0.1 s.
  *   puc_multi NTHREADS SECS */
 #include <lauxlib.h>
 #include <lua.h>
@@ -18,8 +21,10 @@ static void *run(void *arg)
 	char code[512];
 	snprintf(code, sizeof code,
 		 "local function spin_%ld(n) local x = 0 for i = 1, n do x = x + i %% 7 end return x end\n"
-		 "local t0 = os.clock()\n"
-		 "while os.clock() - t0 < %d do spin_%ld(1000000) end\n", id, secs * 4, id);
+		 "local t0, k, c = os.clock(), 1, 0\n"
+		 "while c < %d do for _ = 1, k do spin_%ld(1000000) end\n"
+		 "  local d = os.clock() - t0; if d - c < 0.1 then k = k * 2 end; c = d end\n",
+		 id, secs * 4, id);
 	lua_State *L = luaL_newstate();
 	luaL_openlibs(L);
 	if (luaL_loadbuffer(L, code, sizeof code - 1 < 512 ? __builtin_strlen(code) : 0, "=multi") ||

@@ -9,7 +9,8 @@ end
 local function sandwich(n)
   return cfib.call(callback, n) + 0          -- line 10: Lua -> C -> Lua
 end
-local t0, dur = os.clock(), tonumber(arg[2]) or 10
-while os.clock() - t0 < dur do
-  for _ = 1, 20 do sandwich(25) end          -- line 14: main chunk
+local t0, dur, k, c = os.clock(), tonumber(arg[2]) or 10, 1, 0
+while c < dur do  -- os.clock, a system call, once per 0.1 s (docs/sampling.md §5.2)
+  for _ = 1, 20 * k do sandwich(25) end      -- line 14: main chunk
+  local d = os.clock() - t0; if d - c < 0.1 then k = k * 2 end; c = d
 end
