@@ -58,6 +58,8 @@ struct cli_opts {
 	int locals;                /* dump --locals */
 	size_t locals_length;      /* dump --locals-length: bytes of a string shown (default 80) */
 	int perf_map_append;       /* perf-map --perf-map-append */
+	double heap_interval_s;    /* heap --interval SECS: 0 = one snapshot */
+	int heap_count;            /* heap --count K: snapshots with --interval (2..1000) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

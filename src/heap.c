@@ -857,6 +857,43 @@ static void put_signed(FILE *f, int64_t b)
 		fprintf(f, "%c%" PRIu64 " B", sign, u);
 }
 
+/* The growth part of a diff: T holds per path the new (bytes, count)
+ * and the old (obytes, ocount); changes above the noise, largest first,
+ * under a heading naming OLD; BAD lines of OLD were skipped. */
+static int diff_print(FILE *f, const char *old, struct pathtab *t, uint64_t bad)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		total += (uint64_t)t->e[i].bytes;
+		t->e[i].bytes -= t->e[i].obytes;
+		t->e[i].count -= t->e[i].ocount;
+	}
+	int64_t noise = (int64_t)(total / 1000);
+	if (noise < 4096)
+		noise = 4096;
+	qsort(t->e, t->n, sizeof *t->e, ps_cmp);
+	/* the index is stale once sorted: nothing looks up T after this */
+	htab_clear(&t->idx);
+	fprintf(f, "Growth since %s: own bytes and objects by path (integer keys as [*]);\n"
+		"changes of at least %" PRId64 " bytes (4 KiB, or 0.1 %% of the %" PRIu64 " bytes now)\n",
+		old, noise, total);
+	int shown = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (absdiff(&t->e[i]) < noise)
+			break;
+		char c[HEAP_PATH_MAX];
+		fputs("  ", f);
+		put_signed(f, t->e[i].bytes);
+		fprintf(f, "  %+" PRId64 " objects  %s\n", t->e[i].count, out_clean(t->e[i].path, c, sizeof c, 0));
+		shown++;
+	}
+	if (!shown)
+		fputs("  (nothing above the noise)\n", f);
+	if (bad)
+		fprintf(f, "  (%" PRIu64 " lines of %s skipped: malformed or longer than 4 KiB)\n", bad, old);
+	return ferror(f) ? -LS_E_IO : 0;
+}
+
 int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 {
 	FILE *in = fopen(old, "r");
@@ -864,7 +901,7 @@ int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 		return -LS_E_IO;
 	struct pathtab t = { 0 };
 	int rc = paths_collect(&t, s, n);
-	uint64_t bad = 0, total = 0;
+	uint64_t bad = 0;
 	char line[4096 + 2];
 	int header = 0;
 	while (rc == 0 && fgets(line, sizeof line, in)) {
@@ -916,34 +953,84 @@ int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 		pathtab_free(&t);
 		return rc;
 	}
-	for (size_t i = 0; i < t.n; i++) {
-		total += (uint64_t)t.e[i].bytes;
-		t.e[i].bytes -= t.e[i].obytes;
-		t.e[i].count -= t.e[i].ocount;
+	rc = diff_print(f, old, &t, bad);
+	pathtab_free(&t);
+	return rc;
+}
+
+struct heap_prev {
+	struct pathtab t;
+	uint64_t count[HEAP_NTYPES], bytes[HEAP_NTYPES];
+};
+
+int heap_prev_take(const struct heap_state *s, int n, struct heap_prev **out)
+{
+	struct heap_prev *p = calloc(1, sizeof *p);
+	if (!p)
+		return -LS_E_NOMEM;
+	int rc = paths_collect(&p->t, s, n);
+	if (rc < 0) {
+		heap_prev_free(p);
+		return rc;
 	}
-	int64_t noise = (int64_t)(total / 1000);
-	if (noise < 4096)
-		noise = 4096;
-	qsort(t.e, t.n, sizeof *t.e, ps_cmp);
-	fprintf(f, "Growth since %s: own bytes and objects by path (integer keys as [*]);\n"
-		"changes of at least %" PRId64 " bytes (4 KiB, or 0.1 %% of the %" PRIu64 " bytes now)\n",
-		old, noise, total);
-	int shown = 0;
-	for (size_t i = 0; i < t.n; i++) {
-		if (absdiff(&t.e[i]) < noise)
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < HEAP_NTYPES; t++) {
+			p->count[t] += s[k].count[t];
+			p->bytes[t] += s[k].bytes[t];
+		}
+	*out = p;
+	return 0;
+}
+
+void heap_prev_free(struct heap_prev *p)
+{
+	if (!p)
+		return;
+	pathtab_free(&p->t);
+	free(p);
+}
+
+int heap_growth_write(FILE *f, const char *since, const struct heap_prev *prev, const struct heap_state *s,
+		      int n)
+{
+	struct pathtab t = { 0 };
+	int rc = paths_collect(&t, s, n);
+	for (size_t i = 0; rc == 0 && i < prev->t.n; i++) {
+		struct pathsum *e = ps_get(&t, prev->t.e[i].path);
+		if (!e) {
+			rc = -LS_E_NOMEM;
 			break;
-		char c[HEAP_PATH_MAX];
+		}
+		e->obytes += prev->t.e[i].bytes;
+		e->ocount += prev->t.e[i].count;
+	}
+	if (rc < 0) {
+		pathtab_free(&t);
+		return rc;
+	}
+	/* by type: every type whose count or bytes changed */
+	uint64_t count[HEAP_NTYPES] = { 0 }, bytes[HEAP_NTYPES] = { 0 };
+	for (int k = 0; k < n; k++)
+		for (int ty = 0; ty < HEAP_NTYPES; ty++) {
+			count[ty] += s[k].count[ty];
+			bytes[ty] += s[k].bytes[ty];
+		}
+	fprintf(f, "Growth since %s by type: bytes and objects as walked\n", since);
+	int shown = 0;
+	for (int ty = 0; ty < HEAP_NTYPES; ty++) {
+		if (count[ty] == prev->count[ty] && bytes[ty] == prev->bytes[ty])
+			continue;
 		fputs("  ", f);
-		put_signed(f, t.e[i].bytes);
-		fprintf(f, "  %+" PRId64 " objects  %s\n", t.e[i].count, out_clean(t.e[i].path, c, sizeof c, 0));
+		put_signed(f, (int64_t)(bytes[ty] - prev->bytes[ty]));
+		fprintf(f, "  %+" PRId64 " objects  %s\n", (int64_t)(count[ty] - prev->count[ty]),
+			heap_type_name(ty));
 		shown++;
 	}
 	if (!shown)
-		fputs("  (nothing above the noise)\n", f);
-	if (bad)
-		fprintf(f, "  (%" PRIu64 " lines of %s skipped: malformed or longer than 4 KiB)\n", bad, old);
+		fputs("  (no change)\n", f);
+	rc = diff_print(f, since, &t, 0);
 	pathtab_free(&t);
-	return ferror(f) ? -LS_E_IO : 0;
+	return rc;
 }
 
 /* One word for a node's type in the retainers list. */

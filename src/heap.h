@@ -213,10 +213,10 @@ void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
  * object (breadth first: _G before the registry), the dominator tree
  * (Lengauer-Tarjan, iterative) and the retained size of every object:
  * its own bytes plus those of every object reachable only through it,
- * as Chrome DevTools and Eclipse MAT compute it. Memory: docs/heap.md
- * §7 (per object 17 bytes in the walk, 37 kept and 40 more while the
+ * as Chrome DevTools and Eclipse MAT compute it. Memory (docs/heap.md §7):
+ * per object 17 bytes in the walk, 37 kept and 40 more while the
  * dominators are computed; per reference 16 in the walk, 12 kept and 4
- * more for the dominators). */
+ * more for the dominators. */
 
 #define HEAP_MAX_NODES 40000000u  /* objects in the graph; past it no graph (graph_cut) */
 #define HEAP_MAX_EDGES 200000000u /* references kept; past it the graph is cut */
@@ -288,6 +288,19 @@ int heap_paths_write(FILE *f, const struct heap_state *s, int n);
  * above the noise (4 KiB and 0.1 % of the total bytes). Returns 0, or
  * -LS_E_IO when OLD cannot be read (errno kept), -LS_E_NOMEM. */
 int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n);
+
+/* What one snapshot held (paths and totals by type), kept to show the
+ * next one's growth (--interval). */
+struct heap_prev;
+/* Keep the paths and totals of S[0..N) (heap_graph_finish done) in a new
+ * *OUT (heap_prev_free). 0 or -LS_E_NOMEM. */
+int heap_prev_take(const struct heap_state *s, int n, struct heap_prev **out);
+void heap_prev_free(struct heap_prev *p);
+/* Write to F what changed between PREV and S[0..N): per type the change
+ * of bytes and objects, then per path as heap_diff_write does; SINCE
+ * names PREV in the headings. 0, or -LS_E_NOMEM / -LS_E_IO. */
+int heap_growth_write(FILE *f, const char *since, const struct heap_prev *prev, const struct heap_state *s,
+		      int n);
 
 /* Write the text summary of states S[0..N) of process PID to F. */
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
