@@ -64,7 +64,10 @@ int cmd_heap(struct cli_opts *o)
 		}
 	}
 	int code = heap_run(o, f);
-	if (code != 0)
+	/* a target that exited mid-walk leaves what was read, marked
+	 * partial (exit status 7): kept; any other failure leaves nothing */
+	int partial = code == err_exit_code(LS_E_EXITED) && f != stdout && fflush(f) == 0 && ftell(f) > 0;
+	if (code != 0 && !partial)
 		drop_output(o, f);
 	else if (f != stdout && fclose(f) != 0) {
 		msg_error("cannot write '%s': %s", o->output, strerror(errno));
