@@ -44,6 +44,8 @@ complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM sta
 # heap
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -s f -l format -x -a 'text heapsnapshot paths pprof' -d 'output format'
 complete -c luaspy -n "__fish_seen_subcommand_from heap report" -l diff -r -F -d 'what grew since OLD (heap), the base profile (report)'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -l interval -x -d 'snapshots SECS apart, growth between them'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -l count -x -d 'snapshots --interval takes'
 # top
 complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds between refreshes'
 # dump

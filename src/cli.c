@@ -26,7 +26,8 @@ enum {
 	OPT_UPLOAD, OPT_APP, OPT_TAG, OPT_UPLOAD_HEADER,
 	OPT_PERF_MAP_APPEND,
 	OPT_PERF_MAP,
-	OPT_PGREP, OPT_PGREP_FULL
+	OPT_PGREP, OPT_PGREP_FULL,
+	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -166,6 +167,12 @@ static const struct cli_option {
 	  "top), a block each (dump)" },
 	{ "pgrep-full", 0, OPT_PGREP_FULL, "PATTERN", R | T | D, GRP_TARGET,
 	  "as --pgrep, matching the whole command line (pgrep -f)" },
+	/* heap --interval, --count (cmd_heap.c) */
+	{ "interval", 0, OPT_HEAP_INTERVAL, "SECS", H, GRP_OUTPUT,
+	  "take --count snapshots SECS seconds apart and print what\n"
+	  "grew between each two, by type and by path" },
+	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
+	  "snapshots --interval takes (default 2, at most 1000)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -442,6 +449,16 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->pgrep = arg;
 		o->pgrep_full = id == OPT_PGREP_FULL;
 		break;
+	case OPT_HEAP_INTERVAL:
+		if (parse_double(arg, &v) || v < 0.1 || v > 86400)
+			return usage_error("invalid interval '%s': expected seconds from 0.1 to 86400", arg);
+		o->heap_interval_s = v;
+		break;
+	case OPT_HEAP_COUNT:
+		if (parse_double(arg, &v) || v != (double)(int)v || v < 2 || v > 1000)
+			return usage_error("invalid count '%s': expected 2 to 1000 snapshots", arg);
+		o->heap_count = (int)v;
+		break;
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;
 	case OPT_IGNORE: o->ignore = arg; break;
@@ -646,6 +663,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	}
 	if (o->cmd == CMD_HEAP && o->diff && o->heap_format != HEAP_FMT_TEXT)
 		return usage_error("%s", "--diff writes text: it takes no -f heapsnapshot or paths");
+	if (o->cmd == CMD_HEAP && o->heap_count && !o->heap_interval_s)
+		return usage_error("%s", "--count needs --interval");
+	if (o->cmd == CMD_HEAP && o->heap_interval_s && (o->diff || o->heap_format != HEAP_FMT_TEXT))
+		return usage_error("%s", "--interval writes text: it takes no --diff and no -f heapsnapshot, paths or pprof");
+	if (o->cmd == CMD_HEAP && o->heap_interval_s && !o->heap_count)
+		o->heap_count = 2;
 	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)
 		return usage_error("%s", "--app, --tag and --upload-header need --upload");
 	if (o->upload && !o->period_s)

@@ -64,6 +64,8 @@ struct cli_opts {
 	int pgrep_full;            /* --pgrep-full: match the command line, not the name */
 	pid_t pids[256];           /* pgrep_resolve: the matches, ascending (PGREP_MAX) */
 	int npids;                 /* how many; 0 without --pgrep; pids[0] == pid */
+	double heap_interval_s;    /* heap --interval SECS: 0 = one snapshot */
+	int heap_count;            /* heap --count K: snapshots with --interval (2..1000) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli.h"
 #include "err.h"
@@ -15,6 +16,7 @@
 #include "msg.h"
 #include "proc_ptrace.h"
 #include "proc_task.h"
+#include "session.h"
 #include "target.h"
 #include "timeutil.h"
 #include "vm.h"
@@ -62,12 +64,176 @@ int cmd_heap(struct cli_opts *o)
 		}
 	}
 	int code = heap_run(o, f);
-	if (code != 0)
+	/* a target that exited mid-walk leaves what was read, marked
+	 * partial (exit status 7): kept; any other failure leaves nothing */
+	int partial = code == err_exit_code(LS_E_EXITED) && f != stdout && fflush(f) == 0 && ftell(f) > 0;
+	if (code != 0 && !partial)
 		drop_output(o, f);
 	else if (f != stdout && fclose(f) != 0) {
 		msg_error("cannot write '%s': %s", o->output, strerror(errno));
 		return err_exit_code(LS_E_IO);
 	}
+	return code;
+}
+
+/* One snapshot of target T: stop every thread, walk, release, then the
+ * graph (after the release). *HS gets the states; returns their count or
+ * a negative error (-LS_E_EXITED when the target is gone), which the
+ * caller says. *PAUSE_NS: how long the threads were stopped;
+ * *NOTSTOPPED of *NTH threads could not be stopped; *GONE: the target
+ * exited during or right after the walk (what was read is in *HS, marked
+ * partial). */
+static int heap_take(struct cli_opts *o, struct target *t, struct heap_state **out, uint64_t *pause_ns,
+		     int *notstopped, int *nth_out, int *gone_out)
+{
+	struct proc_thread *th;
+	int nth;
+	int rc = proc_threads(o->pid, &th, &nth);
+	*out = NULL;
+	*notstopped = 0;
+	*nth_out = 0;
+	*gone_out = 0;
+	*pause_ns = 0;
+	if (rc < 0)
+		return rc == -LS_E_GONE ? -LS_E_EXITED : rc;
+	*nth_out = nth;
+	struct ptrace_stop *stops = calloc((size_t)nth + 1, sizeof *stops);
+	int *stopped = calloc((size_t)nth + 1, sizeof *stopped);
+	if (!stops || !stopped) {
+		free(stops);
+		free(stopped);
+		free(th);
+		return -LS_E_NOMEM;
+	}
+	/* stop every thread: the walk reads the collector's lists once */
+	uint64_t t0 = time_now_ns();
+	for (int i = 0; i < nth; i++) {
+		int src = ptrace_stop(th[i].tid, HEAP_STOP_TIMEOUT_NS, &stops[i]);
+		if (src == 0) {
+			stopped[i] = 1;
+		} else if (src != -LS_E_GONE) {
+			(*notstopped)++;
+			if (src == -LS_E_PERM || src == -LS_E_TRACED) {
+				rc = src;
+				break;
+			}
+		}
+	}
+	struct heap_state *hs = NULL;
+	int n = rc < 0 ? rc : 0;
+	if (rc == 0) {
+		struct mem_cache mc;
+		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
+		unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
+		n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
+		mem_cache_free(&mc);
+	}
+	for (int i = 0; i < nth; i++)
+		if (stopped[i])
+			ptrace_release(&stops[i]);
+	*pause_ns = time_now_ns() - t0;
+	ptrace_reap_pending();
+	/* dominators and paths need no target memory: after the release */
+	for (int i = 0; i < n; i++)
+		heap_graph_finish(&hs[i]);
+	free(stops);
+	free(stopped);
+	free(th);
+	/* gone, or a zombie its parent has not reaped yet */
+	int pc = proc_check(o->pid);
+	int gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
+	if (n < 0)
+		return gone ? -LS_E_EXITED : n;
+	if (gone)
+		for (int i = 0; i < n; i++)
+			hs[i].cut = "the target exiting (what was read is shown)";
+	*gone_out = gone;
+	*out = hs;
+	return n;
+}
+
+static void heap_states_free(struct heap_state *hs, int n)
+{
+	for (int i = 0; i < n; i++)
+		heap_state_free(&hs[i]);
+	free(hs);
+}
+
+/* The error of a snapshot that gave no states, said in one line. */
+static int heap_take_error(struct cli_opts *o, int n)
+{
+	if (n == -LS_E_UNSUPPORTED)
+		return msg_unsupported(o->pid, "the heap of this Lua release is not described (docs/heap.md)");
+	return msg_err_pid(o->pid, n);
+}
+
+/* --interval SECS --count K: K snapshots SECS apart; after each but the
+ * first, what grew since the one before, by type and by path. Ctrl-C
+ * ends it between snapshots (exit 0 with what was shown). */
+static int heap_interval(struct cli_opts *o, struct target *t, FILE *f)
+{
+	struct heap_prev *prev = NULL;
+	int code = 0;
+	uint64_t start = time_now_ns();
+	session_install_signals();
+	for (int k = 1; k <= o->heap_count && !session_stop_signal; k++) {
+		if (k > 1) {
+			/* sleep to the snapshot's time, waking for signals */
+			uint64_t due = start + (uint64_t)((k - 1) * o->heap_interval_s * 1e9);
+			while (!session_stop_signal && time_now_ns() < due) {
+				uint64_t left = due - time_now_ns();
+				struct timespec ts = { 0, (long)(left < 100000000 ? left : 100000000) };
+				nanosleep(&ts, NULL);
+			}
+			if (session_stop_signal)
+				break;
+		}
+		struct heap_state *hs;
+		uint64_t pause_ns;
+		int notstopped, nth, gone;
+		int n = heap_take(o, t, &hs, &pause_ns, &notstopped, &nth, &gone);
+		if (n < 0) {
+			code = heap_take_error(o, n);
+			break;
+		}
+		uint64_t objects = 0, bytes = 0;
+		for (int i = 0; i < n; i++) {
+			objects += hs[i].objects;
+			for (int ty = 0; ty < HEAP_NTYPES; ty++)
+				bytes += hs[i].bytes[ty];
+		}
+		fprintf(f, "%sSnapshot %d of %d at %.1f s: %llu objects, %llu bytes walked, threads stopped for %.1f ms%s\n",
+			k > 1 ? "\n" : "", k, o->heap_count, (double)(time_now_ns() - start) / 1e9,
+			(unsigned long long)objects, (unsigned long long)bytes, (double)pause_ns / 1e6,
+			gone ? " (PARTIAL: the target exited)" : "");
+		if (notstopped)
+			fprintf(f, "warning: %d of %d threads could not be stopped; the walk may be inconsistent\n",
+				notstopped, nth);
+		int rc = 0;
+		if (prev) {
+			char since[64];
+			snprintf(since, sizeof since, "snapshot %d", k - 1);
+			rc = heap_growth_write(f, since, prev, hs, n);
+			heap_prev_free(prev);
+			prev = NULL;
+		}
+		if (rc == 0 && k < o->heap_count && !gone)
+			rc = heap_prev_take(hs, n, &prev);
+		heap_states_free(hs, n);
+		fflush(f);
+		if (rc < 0 || ferror(f)) {
+			msg_error("writing the heap growth failed");
+			code = err_exit_code(rc == -LS_E_NOMEM ? LS_E_NOMEM : LS_E_IO);
+			break;
+		}
+		if (gone) {
+			msg_error("pid %d exited during the heap walk: what was read is written, marked partial",
+				  (int)o->pid);
+			code = err_exit_code(LS_E_EXITED);
+			break;
+		}
+	}
+	heap_prev_free(prev);
 	return code;
 }
 
@@ -89,72 +255,19 @@ static int heap_run(struct cli_opts *o, FILE *f)
 		target_close(t);
 		return msg_unsupported(o->pid, "no heap walker for this runtime");
 	}
-	struct proc_thread *th;
-	int nth;
-	rc = proc_threads(o->pid, &th, &nth);
-	if (rc < 0) {
+	if (o->heap_interval_s > 0) {
+		int code = heap_interval(o, t, f);
 		target_close(t);
-		return msg_err_pid(o->pid, rc == -LS_E_GONE ? -LS_E_EXITED : rc);
+		return code;
 	}
-	struct ptrace_stop *stops = calloc((size_t)nth + 1, sizeof *stops);
-	int *stopped = calloc((size_t)nth + 1, sizeof *stopped);
-	if (!stops || !stopped) {
-		free(stops);
-		free(stopped);
-		free(th);
-		target_close(t);
-		return msg_err_pid(o->pid, -LS_E_NOMEM);
-	}
-	/* stop every thread: the walk reads the collector's lists once */
-	uint64_t t0 = time_now_ns();
-	int nstopped = 0, notstopped = 0;
-	for (int i = 0; i < nth; i++) {
-		int src = ptrace_stop(th[i].tid, HEAP_STOP_TIMEOUT_NS, &stops[i]);
-		if (src == 0) {
-			stopped[i] = 1;
-			nstopped++;
-		} else if (src != -LS_E_GONE) {
-			notstopped++;
-			if (src == -LS_E_PERM || src == -LS_E_TRACED) {
-				rc = src;
-				break;
-			}
-		}
-	}
-	struct heap_state *hs = NULL;
-	int n = rc < 0 ? rc : 0;
-	if (rc == 0) {
-		struct mem_cache mc;
-		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
-		unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
-		n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
-		mem_cache_free(&mc);
-	}
-	for (int i = 0; i < nth; i++)
-		if (stopped[i])
-			ptrace_release(&stops[i]);
-	uint64_t pause_ns = time_now_ns() - t0;
-	ptrace_reap_pending();
-	/* dominators and paths need no target memory: after the release */
-	for (int i = 0; i < n; i++)
-		heap_graph_finish(&hs[i]);
-	free(stops);
-	free(stopped);
-	free(th);
-	/* gone, or a zombie its parent has not reaped yet */
-	int pc = proc_check(o->pid);
-	int gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
+	struct heap_state *hs;
+	uint64_t pause_ns;
+	int notstopped, nth, gone;
+	int n = heap_take(o, t, &hs, &pause_ns, &notstopped, &nth, &gone);
 	if (n < 0) {
 		target_close(t);
-		if (gone)
-			return msg_err_pid(o->pid, -LS_E_EXITED);
-		if (n == -LS_E_UNSUPPORTED)
-			return msg_unsupported(o->pid, "the heap of this Lua release is not described (docs/heap.md)");
-		return msg_err_pid(o->pid, n);
+		return heap_take_error(o, n);
 	}
-	if (gone)
-		for (int i = 0; i < n; i++)
-			hs[i].cut = "the target exiting (what was read is shown)";
 	const char *desc = t->vm_ops->describe ? t->vm_ops->describe(t->vm) : NULL;
 	int werr = 0;
 	if (o->heap_format == HEAP_FMT_HEAPSNAPSHOT) {
@@ -193,9 +306,7 @@ static int heap_run(struct cli_opts *o, FILE *f)
 				notstopped, nth);
 	}
 	werr |= fflush(f) != 0 || ferror(f);
-	for (int i = 0; i < n; i++)
-		heap_state_free(&hs[i]);
-	free(hs);
+	heap_states_free(hs, n);
 	target_close(t);
 	if (werr) {
 		msg_error("writing the heap summary failed");

@@ -7,6 +7,7 @@
 #include "heap.h"
 #include "err.h"
 #include "intern.h"
+#include "msg.h"
 #include "out.h"
 
 const char heap_metatable_edge[] = "[metatable]";
@@ -51,7 +52,8 @@ void heap_state_free(struct heap_state *s)
 	free(s->pedge);
 	free(s->idom);
 	free(s->retained);
-	htab_free(&s->nidx);
+	free(s->islot);
+	free(s->ew);
 	memset(s, 0, sizeof *s);
 }
 
@@ -156,77 +158,71 @@ static int fn_cmp(const void *a, const void *b)
 
 /* ---- the object graph ------------------------------------------------------ */
 
-struct node_key {
-	const struct heap_state *s;
-	uint64_t addr;
-};
-
-static int node_eq(const void *ctx, uint32_t i)
-{
-	const struct node_key *k = ctx;
-	return k->s->naddr[i] == k->addr;
-}
-
-static uint64_t node_hash(uint64_t addr)
-{
-	return htab_fnv1a_word(HTAB_FNV_INIT, addr);
-}
-
 int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 {
 	if (s->graph_cut)
 		return -1;
-	struct node_key k = { s, addr };
-	uint64_t h = node_hash(addr);
-	size_t pos;
 	if (s->nn >= HEAP_MAX_NODES) {
 		s->graph_cut = "more than 40000000 objects";
 		return -1;
 	}
-	if (htab_reserve(&s->nidx) < 0 ||
-	    array_grow(&s->naddr, &s->capn, s->nn + 1, sizeof *s->naddr) < 0 ||
+	if (array_grow(&s->naddr, &s->capn, s->nn + 1, sizeof *s->naddr) < 0 ||
 	    array_grow(&s->nself, &s->capself, s->nn + 1, sizeof *s->nself) < 0 ||
-	    array_grow(&s->ntype, &s->captype, s->nn + 1, sizeof *s->ntype) < 0) {
+	    array_grow(&s->ntype, &s->captype, s->nn + 1, sizeof *s->ntype) < 0 ||
+	    (s->want_names && array_grow(&s->nname, &s->capname, s->nn + 1, sizeof *s->nname) < 0)) {
 		s->graph_cut = "out of memory";
 		return -1;
 	}
-	int64_t i = htab_find(&s->nidx, h, node_eq, &k, &pos);
-	if (i >= 0)
-		return i;
-	if (s->want_names) {
-		if (array_grow(&s->nname, &s->capname, s->nn + 1, sizeof *s->nname) < 0) {
-			s->graph_cut = "out of memory";
-			return -1;
-		}
+	if (s->want_names)
 		s->nname[s->nn] = NULL;
-	}
 	s->naddr[s->nn] = addr;
 	s->nself[s->nn] = bytes > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)bytes;
 	s->ntype[s->nn] = (uint8_t)type;
-	htab_insert(&s->nidx, pos, h, (uint32_t)s->nn);
 	return (int64_t)s->nn++;
+}
+
+int64_t heap_object(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
+{
+	heap_add(s, type, bytes);
+	return heap_node(s, addr, type, bytes);
 }
 
 void heap_node_name(struct heap_state *s, int64_t i, const char *name)
 {
 	if (!s->want_names || i < 0 || (size_t)i >= s->nn)
 		return;
-	if (array_grow(&s->nname, &s->capname, s->nn, sizeof *s->nname) < 0)
-		return;
 	s->nname[i] = name;
+}
+
+/* The slot of an address: its bits mixed (murmur3's finalizer), since
+ * object addresses share their low bits and come in runs. */
+static size_t node_slot(uint64_t addr, size_t mask)
+{
+	uint64_t h = addr;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (size_t)h & mask;
 }
 
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr)
 {
-	struct node_key k = { s, addr };
-	return htab_find(&s->nidx, node_hash(addr), node_eq, &k, NULL);
+	if (!s->icap)
+		return -1;
+	size_t mask = s->icap - 1;
+	for (size_t j = node_slot(addr, mask); s->islot[j]; j = (j + 1) & mask)
+		if (s->naddr[s->islot[j] - 1] == addr)
+			return (int64_t)s->islot[j] - 1;
+	return -1;
 }
 
 void heap_edges_begin(struct heap_state *s, uint32_t i)
 {
 	if (s->graph_cut)
 		return;
-	if (i != s->ebegun) {
+	if (i < s->ebegun) {
 		s->graph_cut = "internal error: edges out of order";
 		return;
 	}
@@ -234,7 +230,8 @@ void heap_edges_begin(struct heap_state *s, uint32_t i)
 		s->graph_cut = "out of memory";
 		return;
 	}
-	s->efirst[i] = (uint32_t)s->ne;
+	for (size_t k = s->ebegun; k <= i; k++)
+		s->efirst[k] = (uint32_t)s->ne;
 	s->ebegun = (size_t)i + 1;
 }
 
@@ -242,20 +239,117 @@ void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, in
 {
 	if (s->graph_cut)
 		return;
-	int64_t j = heap_node_find(s, to);
-	if (j < 0) {
-		s->edges_lost++;
-		return;
-	}
 	if (s->ne >= HEAP_MAX_EDGES) {
 		s->graph_cut = "more than 200000000 references";
 		return;
 	}
-	if (array_grow(&s->e, &s->cape, s->ne + 1, sizeof *s->e) < 0) {
+	if (array_grow(&s->ew, &s->capew, 2 * (s->ne + 1), sizeof *s->ew) < 0) {
 		s->graph_cut = "out of memory";
 		return;
 	}
-	s->e[s->ne++] = (struct heap_edge){ (uint32_t)j, (uint8_t)kind, idx, name };
+	uint64_t v;
+	if (kind == HEAP_E_INDEX)
+		memcpy(&v, &idx, 8);
+	else
+		v = (uint64_t)(uintptr_t)name;
+	/* addresses of objects are below 2^62 (tv_gc, lh_ptr_ok check it) */
+	s->ew[2 * s->ne] = (to & ((1ull << 62) - 1)) | (uint64_t)kind << 62;
+	s->ew[2 * s->ne + 1] = v;
+	s->ne++;
+}
+
+/* Index the nodes by address; a node met twice is dropped with its
+ * references (the first keeps its own). Then the references become
+ * struct heap_edge with node indices, in place of the walk's pairs;
+ * those to no node are dropped (edges_lost). 0 or -1 (out of memory:
+ * graph_cut). Runs once, after the walk. */
+static int graph_index(struct heap_state *s)
+{
+	size_t n = s->nn, cap = 256;
+	while (cap < 2 * n)
+		cap <<= 1;
+	uint32_t *slot = calloc(cap, sizeof *slot);
+	if (!slot) {
+		s->graph_cut = "out of memory";
+		return -1;
+	}
+	/* the CSR start of every node: nodes never begun have no edges */
+	if (array_grow(&s->efirst, &s->capfirst, n + 1, sizeof *s->efirst) < 0) {
+		free(slot);
+		s->graph_cut = "out of memory";
+		return -1;
+	}
+	for (size_t i = s->ebegun; i <= n; i++)
+		s->efirst[i] = (uint32_t)s->ne;
+	s->ebegun = n;
+	size_t mask = cap - 1, nn = 0, ne = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = s->naddr[i];
+		size_t j = node_slot(a, mask);
+		int dup = 0;
+		for (; slot[j]; j = (j + 1) & mask)
+			if (s->naddr[slot[j] - 1] == a) {
+				dup = 1;
+				break;
+			}
+		uint32_t e0 = s->efirst[i], e1 = s->efirst[i + 1];
+		if (dup) {
+			s->dups++;
+			continue;
+		}
+		/* keep node i as node nn, its edges from ne on */
+		s->naddr[nn] = a;
+		s->nself[nn] = s->nself[i];
+		s->ntype[nn] = s->ntype[i];
+		if (s->nname)
+			s->nname[nn] = s->nname[i];
+		s->efirst[nn] = (uint32_t)ne;
+		if (ne != e0)
+			memmove(&s->ew[2 * ne], &s->ew[2 * (size_t)e0], (e1 - e0) * 2 * sizeof *s->ew);
+		ne += e1 - e0;
+		slot[j] = (uint32_t)nn + 1;
+		nn++;
+	}
+	s->nn = nn;
+	s->efirst[nn] = (uint32_t)ne;
+	s->ne = ne;
+	s->ebegun = nn;
+	s->islot = slot;
+	s->icap = cap;
+	/* the references: to node indices, those to no node dropped, each
+	 * 16-byte pair rewritten as a 12-byte edge at or below it */
+	uint8_t *out = (uint8_t *)s->ew;
+	size_t k = 0;
+	for (size_t v = 0; v < nn; v++) {
+		uint32_t e0 = s->efirst[v], e1 = s->efirst[v + 1];
+		s->efirst[v] = (uint32_t)k;
+		for (uint32_t j = e0; j < e1; j++) {
+			uint64_t a = s->ew[2 * (size_t)j], val = s->ew[2 * (size_t)j + 1];
+			int64_t t = heap_node_find(s, a & ((1ull << 62) - 1));
+			if (t < 0) {
+				s->edges_lost++;
+				continue;
+			}
+			struct heap_edge e;
+			e.tk = (uint32_t)t << 2 | (uint32_t)(a >> 62);
+			memcpy(e.v, &val, 8);
+			memcpy(out + k * sizeof e, &e, sizeof e);
+			k++;
+		}
+	}
+	s->efirst[nn] = (uint32_t)k;
+	s->ne = k;
+	/* give back the rest: the edges take 12 of every 16 bytes, or none */
+	if (k) {
+		void *e = realloc(s->ew, k * sizeof *s->e);
+		s->e = e ? e : (void *)s->ew;
+	} else {
+		free(s->ew);
+		s->e = NULL;
+	}
+	s->ew = NULL;
+	s->capew = 0;
+	return 0;
 }
 
 #define NONE UINT32_MAX
@@ -280,36 +374,42 @@ static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32
 	return label[v];
 }
 
+static int bymt_cmp(const void *a, const void *b)
+{
+	const struct heap_bymt *x = a, *y = b;
+	return x->mt < y->mt ? -1 : x->mt > y->mt;
+}
+
 int heap_graph_finish(struct heap_state *s)
 {
-	size_t n = s->nn;
-	if (s->graph_cut || n == 0 || n > NONE - 1)
-		return -1;
-	/* the CSR: nodes whose edges were never begun have none */
-	uint32_t *ef = malloc((n + 1) * sizeof *ef);
-	if (!ef) {
-		s->graph_cut = "out of memory";
+	if (s->nn == 0 || s->nn > NONE - 1) {
+		if (!s->graph_cut)
+			s->graph_cut = "no objects";
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		ef[i] = i < s->ebegun ? s->efirst[i] : (uint32_t)s->ne;
-	ef[n] = (uint32_t)s->ne;
-	free(s->efirst);
-	s->efirst = ef;
-	s->capfirst = n + 1;
-
-	uint32_t *pp = malloc(n * sizeof *pp), *pe = malloc(n * sizeof *pe), *queue = malloc(n * sizeof *queue);
-	uint32_t *dfn = malloc(n * sizeof *dfn), *vertex = malloc(n * sizeof *vertex),
-		 *parent = malloc(n * sizeof *parent), *semi = malloc(n * sizeof *semi),
+	/* the index is built even for a cut graph: the summary finds its
+	 * largest tables by address */
+	if (!s->icap && graph_index(s) < 0)
+		return -1;
+	size_t n = s->nn;
+	if (s->graph_cut)
+		return -1;
+	const uint32_t *ef = s->efirst;
+	/* Lengauer-Tarjan's arrays, each reused once its first use is over:
+	 * the breadth-first queue becomes VERTEX (depth-first order), SEMI
+	 * starts as the depth-first number (NONE: unreached) */
+	uint32_t *pp = malloc(n * sizeof *pp), *pe = malloc(n * sizeof *pe), *vertex = malloc(n * sizeof *vertex);
+	uint32_t *parent = malloc(n * sizeof *parent), *semi = malloc(n * sizeof *semi),
 		 *label = malloc(n * sizeof *label), *anc = malloc(n * sizeof *anc),
 		 *idom = malloc(n * sizeof *idom), *bhead = malloc(n * sizeof *bhead),
 		 *bnext = malloc(n * sizeof *bnext), *stk = malloc(n * sizeof *stk),
 		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst),
 		 *pred = malloc((s->ne + 1) * sizeof *pred);
-	uint64_t *ret = malloc(n * sizeof *ret);
+	uint32_t *queue = vertex, *dfn = semi;
+	uint64_t *ret = NULL;
 	int rc = -1;
-	if (!pp || !pe || !queue || !dfn || !vertex || !parent || !semi || !label || !anc || !idom ||
-	    !bhead || !bnext || !stk || !stke || !pfirst || !pred || !ret) {
+	if (!pp || !pe || !vertex || !parent || !semi || !label || !anc || !idom ||
+	    !bhead || !bnext || !stk || !stke || !pfirst || !pred) {
 		s->graph_cut = "out of memory";
 		goto out;
 	}
@@ -322,7 +422,7 @@ int heap_graph_finish(struct heap_state *s)
 	while (qh < qt) {
 		uint32_t v = queue[qh++];
 		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
-			uint32_t w = s->e[k].to;
+			uint32_t w = heap_edge_to(&s->e[k]);
 			if (pp[w] != NONE)
 				continue;
 			pp[w] = v;
@@ -351,7 +451,7 @@ int heap_graph_finish(struct heap_state *s)
 			sp--;
 			continue;
 		}
-		uint32_t w = s->e[stke[sp - 1]++].to;
+		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
 		if (dfn[w] != NONE)
 			continue;
 		dfn[w] = nd;
@@ -360,13 +460,11 @@ int heap_graph_finish(struct heap_state *s)
 		stk[sp] = w;
 		stke[sp++] = ef[w];
 	}
-	for (size_t i = 0; i < n; i++)
-		semi[i] = dfn[i];
 	/* predecessors of reached nodes (CSR) */
 	for (size_t v = 0; v < n; v++)
 		if (dfn[v] != NONE)
 			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
-				pfirst[s->e[k].to + 1]++;
+				pfirst[heap_edge_to(&s->e[k]) + 1]++;
 	for (size_t i = 0; i < n; i++)
 		pfirst[i + 1] += pfirst[i];
 	{
@@ -375,7 +473,7 @@ int heap_graph_finish(struct heap_state *s)
 		for (size_t v = 0; v < n; v++)
 			if (dfn[v] != NONE)
 				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
-					pred[fill[s->e[k].to]++] = (uint32_t)v;
+					pred[fill[heap_edge_to(&s->e[k])]++] = (uint32_t)v;
 	}
 	/* Lengauer-Tarjan: semidominators in reverse DFS order, then idoms */
 	for (uint32_t i = nd; i-- > 1;) {
@@ -404,7 +502,16 @@ int heap_graph_finish(struct heap_state *s)
 			idom[w] = idom[idom[w]];
 	}
 	idom[0] = 0;
-	/* retained sizes: children before their dominator */
+	/* retained sizes: children before their dominator; what only the
+	 * dominators needed is given back first */
+	free(parent); free(label); free(anc); free(bhead); free(bnext); free(stk); free(stke);
+	free(pfirst); free(pred);
+	parent = label = anc = bhead = bnext = stk = stke = pfirst = pred = NULL;
+	ret = malloc(n * sizeof *ret);
+	if (!ret) {
+		s->graph_cut = "out of memory";
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++)
 		ret[i] = s->nself[i];
 	for (uint32_t i = nd; i-- > 1;) {
@@ -434,44 +541,59 @@ int heap_graph_finish(struct heap_state *s)
 		if (m < HEAP_TOP_RETAINERS)
 			s->ntop++;
 	}
-	/* tables and userdata by metatable: own bytes summed per metatable
-	 * (ret[] is free to reuse as the sums: the retained sizes are kept
-	 * in RET only after this) */
+	free(vertex);
+	free(semi);
+	vertex = semi = NULL;
+	/* tables and userdata by metatable: own bytes summed per metatable;
+	 * MIX numbers the metatables met (few: one per class), their sums in
+	 * a small array */
 	{
-		uint64_t *sum = calloc(n, sizeof *sum);
-		uint32_t *cnt_t = calloc(n, sizeof *cnt_t), *cnt_u = calloc(n, sizeof *cnt_u);
-		if (sum && cnt_t && cnt_u) {
-			for (size_t v = 1; v < n; v++)
-				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
-					if (s->e[k].name == heap_metatable_edge) {
-						uint32_t m = s->e[k].to;
-						sum[m] += s->nself[v];
-						if (s->ntype[v] == HEAP_UDATA)
-							cnt_u[m]++;
-						else
-							cnt_t[m]++;
+		uint32_t *mix = malloc(n * sizeof *mix);
+		struct heap_bymt *mt = NULL;
+		size_t nmt = 0, capmt = 0;
+		int ok = mix != NULL;
+		for (size_t i = 0; ok && i < n; i++)
+			mix[i] = NONE;
+		for (size_t v = 1; ok && v < n; v++)
+			for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+				if (heap_edge_name(&s->e[k]) != heap_metatable_edge)
+					continue;
+				uint32_t m = heap_edge_to(&s->e[k]);
+				if (mix[m] == NONE) {
+					if (array_grow(&mt, &capmt, nmt + 1, sizeof *mt) < 0) {
+						ok = 0;
 						break;
 					}
-			s->nbymt = 0;
-			for (uint32_t m = 0; m < n; m++) {
-				if (!sum[m] && !cnt_t[m] && !cnt_u[m])
-					continue;
-				int c = s->nbymt;
-				if (c == HEAP_TOP && s->bymt[c - 1].bytes >= sum[m])
-					continue;
-				int j = c < HEAP_TOP ? c : HEAP_TOP - 1;
-				while (j > 0 && s->bymt[j - 1].bytes < sum[m]) {
-					s->bymt[j] = s->bymt[j - 1];
-					j--;
+					mt[nmt] = (struct heap_bymt){ m, 0, 0, 0 };
+					mix[m] = (uint32_t)nmt++;
 				}
-				s->bymt[j] = (struct heap_bymt){ m, cnt_t[m], cnt_u[m], sum[m] };
-				if (c < HEAP_TOP)
-					s->nbymt++;
+				struct heap_bymt *b = &mt[mix[m]];
+				b->bytes += s->nself[v];
+				if (s->ntype[v] == HEAP_UDATA)
+					b->udata++;
+				else
+					b->tables++;
+				break;
 			}
+		/* in node order, as ties were always broken */
+		if (ok)
+			qsort(mt, nmt, sizeof *mt, bymt_cmp);
+		s->nbymt = 0;
+		for (size_t i = 0; ok && i < nmt; i++) {
+			int c = s->nbymt;
+			if (c == HEAP_TOP && s->bymt[c - 1].bytes >= mt[i].bytes)
+				continue;
+			int j = c < HEAP_TOP ? c : HEAP_TOP - 1;
+			while (j > 0 && s->bymt[j - 1].bytes < mt[i].bytes) {
+				s->bymt[j] = s->bymt[j - 1];
+				j--;
+			}
+			s->bymt[j] = mt[i];
+			if (c < HEAP_TOP)
+				s->nbymt++;
 		}
-		free(sum);
-		free(cnt_t);
-		free(cnt_u);
+		free(mix);
+		free(mt);
 	}
 	s->pparent = pp;
 	s->pedge = pe;
@@ -481,7 +603,7 @@ int heap_graph_finish(struct heap_state *s)
 	ret = NULL;
 	rc = 0;
 out:
-	free(pp); free(pe); free(queue); free(dfn); free(vertex); free(parent); free(semi);
+	free(pp); free(pe); free(vertex); free(parent); free(semi);
 	free(label); free(anc); free(idom); free(bhead); free(bnext); free(stk); free(stke);
 	free(pfirst); free(pred); free(ret);
 	return rc;
@@ -504,13 +626,14 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 	 * (/a/long/path/w.lua:30)", upvalues) keeps both ends, so that the
 	 * line at its end survives a long chunk name */
 	char c[64], w[256];
-	const char *name = "?";
+	const char *name = "?", *en = heap_edge_name(e);
+	int kind = heap_edge_kind(e);
 	int cut = 0;
-	if (e->name && e->kind == HEAP_E_KEY) {
-		name = out_clean(e->name, c, sizeof c, 0);
-		cut = strnlen(e->name, sizeof c) >= sizeof c - 1;
-	} else if (e->name) {
-		out_clean(e->name, w, sizeof w, 0);
+	if (en && kind == HEAP_E_KEY) {
+		name = out_clean(en, c, sizeof c, 0);
+		cut = strnlen(en, sizeof c) >= sizeof c - 1;
+	} else if (en) {
+		out_clean(en, w, sizeof w, 0);
 		size_t wl = strlen(w);
 		if (wl > 100) { /* about the first 40 bytes, "...", the last 57 */
 			size_t head = 40, tail = wl - 57;
@@ -523,13 +646,13 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 		}
 		name = w;
 	}
-	switch (e->kind) {
+	switch (kind) {
 	case HEAP_E_ROOT:
 		snprintf(out, len, "%s%s", first ? "" : " > ", name);
 		break;
 	case HEAP_E_KEY:
-		if (is_ident(e->name) && !cut) {
-			snprintf(out, len, ".%s", e->name);
+		if (is_ident(en) && !cut) {
+			snprintf(out, len, ".%s", en);
 		} else {
 			/* quoted like Lua source: quotes and backslashes escaped */
 			char q[140];
@@ -547,7 +670,7 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 		if (collapse)
 			snprintf(out, len, "[*]");
 		else
-			snprintf(out, len, "[%" PRId64 "]", e->idx);
+			snprintf(out, len, "[%" PRId64 "]", heap_edge_idx(e));
 		break;
 	default:
 		snprintf(out, len, " > %s", name);
@@ -734,6 +857,43 @@ static void put_signed(FILE *f, int64_t b)
 		fprintf(f, "%c%" PRIu64 " B", sign, u);
 }
 
+/* The growth part of a diff: T holds per path the new (bytes, count)
+ * and the old (obytes, ocount); changes above the noise, largest first,
+ * under a heading naming OLD; BAD lines of OLD were skipped. */
+static int diff_print(FILE *f, const char *old, struct pathtab *t, uint64_t bad)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		total += (uint64_t)t->e[i].bytes;
+		t->e[i].bytes -= t->e[i].obytes;
+		t->e[i].count -= t->e[i].ocount;
+	}
+	int64_t noise = (int64_t)(total / 1000);
+	if (noise < 4096)
+		noise = 4096;
+	qsort(t->e, t->n, sizeof *t->e, ps_cmp);
+	/* the index is stale once sorted: nothing looks up T after this */
+	htab_clear(&t->idx);
+	fprintf(f, "Growth since %s: own bytes and objects by path (integer keys as [*]);\n"
+		"changes of at least %" PRId64 " bytes (4 KiB, or 0.1 %% of the %" PRIu64 " bytes now)\n",
+		old, noise, total);
+	int shown = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (absdiff(&t->e[i]) < noise)
+			break;
+		char c[HEAP_PATH_MAX];
+		fputs("  ", f);
+		put_signed(f, t->e[i].bytes);
+		fprintf(f, "  %+" PRId64 " objects  %s\n", t->e[i].count, out_clean(t->e[i].path, c, sizeof c, 0));
+		shown++;
+	}
+	if (!shown)
+		fputs("  (nothing above the noise)\n", f);
+	if (bad)
+		fprintf(f, "  (%" PRIu64 " lines of %s skipped: malformed or longer than 4 KiB)\n", bad, old);
+	return ferror(f) ? -LS_E_IO : 0;
+}
+
 int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 {
 	FILE *in = fopen(old, "r");
@@ -741,7 +901,7 @@ int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 		return -LS_E_IO;
 	struct pathtab t = { 0 };
 	int rc = paths_collect(&t, s, n);
-	uint64_t bad = 0, total = 0;
+	uint64_t bad = 0;
 	char line[4096 + 2];
 	int header = 0;
 	while (rc == 0 && fgets(line, sizeof line, in)) {
@@ -793,34 +953,84 @@ int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 		pathtab_free(&t);
 		return rc;
 	}
-	for (size_t i = 0; i < t.n; i++) {
-		total += (uint64_t)t.e[i].bytes;
-		t.e[i].bytes -= t.e[i].obytes;
-		t.e[i].count -= t.e[i].ocount;
+	rc = diff_print(f, old, &t, bad);
+	pathtab_free(&t);
+	return rc;
+}
+
+struct heap_prev {
+	struct pathtab t;
+	uint64_t count[HEAP_NTYPES], bytes[HEAP_NTYPES];
+};
+
+int heap_prev_take(const struct heap_state *s, int n, struct heap_prev **out)
+{
+	struct heap_prev *p = calloc(1, sizeof *p);
+	if (!p)
+		return -LS_E_NOMEM;
+	int rc = paths_collect(&p->t, s, n);
+	if (rc < 0) {
+		heap_prev_free(p);
+		return rc;
 	}
-	int64_t noise = (int64_t)(total / 1000);
-	if (noise < 4096)
-		noise = 4096;
-	qsort(t.e, t.n, sizeof *t.e, ps_cmp);
-	fprintf(f, "Growth since %s: own bytes and objects by path (integer keys as [*]);\n"
-		"changes of at least %" PRId64 " bytes (4 KiB, or 0.1 %% of the %" PRIu64 " bytes now)\n",
-		old, noise, total);
-	int shown = 0;
-	for (size_t i = 0; i < t.n; i++) {
-		if (absdiff(&t.e[i]) < noise)
+	for (int k = 0; k < n; k++)
+		for (int t = 0; t < HEAP_NTYPES; t++) {
+			p->count[t] += s[k].count[t];
+			p->bytes[t] += s[k].bytes[t];
+		}
+	*out = p;
+	return 0;
+}
+
+void heap_prev_free(struct heap_prev *p)
+{
+	if (!p)
+		return;
+	pathtab_free(&p->t);
+	free(p);
+}
+
+int heap_growth_write(FILE *f, const char *since, const struct heap_prev *prev, const struct heap_state *s,
+		      int n)
+{
+	struct pathtab t = { 0 };
+	int rc = paths_collect(&t, s, n);
+	for (size_t i = 0; rc == 0 && i < prev->t.n; i++) {
+		struct pathsum *e = ps_get(&t, prev->t.e[i].path);
+		if (!e) {
+			rc = -LS_E_NOMEM;
 			break;
-		char c[HEAP_PATH_MAX];
+		}
+		e->obytes += prev->t.e[i].bytes;
+		e->ocount += prev->t.e[i].count;
+	}
+	if (rc < 0) {
+		pathtab_free(&t);
+		return rc;
+	}
+	/* by type: every type whose count or bytes changed */
+	uint64_t count[HEAP_NTYPES] = { 0 }, bytes[HEAP_NTYPES] = { 0 };
+	for (int k = 0; k < n; k++)
+		for (int ty = 0; ty < HEAP_NTYPES; ty++) {
+			count[ty] += s[k].count[ty];
+			bytes[ty] += s[k].bytes[ty];
+		}
+	fprintf(f, "Growth since %s by type: bytes and objects as walked\n", since);
+	int shown = 0;
+	for (int ty = 0; ty < HEAP_NTYPES; ty++) {
+		if (count[ty] == prev->count[ty] && bytes[ty] == prev->bytes[ty])
+			continue;
 		fputs("  ", f);
-		put_signed(f, t.e[i].bytes);
-		fprintf(f, "  %+" PRId64 " objects  %s\n", t.e[i].count, out_clean(t.e[i].path, c, sizeof c, 0));
+		put_signed(f, (int64_t)(bytes[ty] - prev->bytes[ty]));
+		fprintf(f, "  %+" PRId64 " objects  %s\n", (int64_t)(count[ty] - prev->count[ty]),
+			heap_type_name(ty));
 		shown++;
 	}
 	if (!shown)
-		fputs("  (nothing above the noise)\n", f);
-	if (bad)
-		fprintf(f, "  (%" PRIu64 " lines of %s skipped: malformed or longer than 4 KiB)\n", bad, old);
+		fputs("  (no change)\n", f);
+	rc = diff_print(f, since, &t, 0);
 	pathtab_free(&t);
-	return ferror(f) ? -LS_E_IO : 0;
+	return rc;
 }
 
 /* One word for a node's type in the retainers list. */
@@ -977,4 +1187,79 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 			}
 		}
 	}
+}
+
+/* ---- helpers the walkers share ------------------------------------------------ */
+
+int heap_walk_states(const uint64_t *addrs, int n, unsigned flags,
+		     int (*walk)(void *ctx, uint64_t addr, struct heap_state *s), void *ctx,
+		     struct heap_state **out)
+{
+	if (n <= 0)
+		return -LS_E_NOTLUA;
+	struct heap_state *s = calloc((size_t)n, sizeof *s);
+	if (!s)
+		return -LS_E_NOMEM;
+	int k = 0;
+	for (int i = 0; i < n; i++) {
+		heap_state_init(&s[k], addrs[i]);
+		s[k].want_names = (flags & HEAP_WANT_NAMES) != 0;
+		int rc = walk(ctx, addrs[i], &s[k]);
+		if (rc < 0) {
+			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)addrs[i], err_text(rc));
+			heap_state_free(&s[k]);
+			continue;
+		}
+		msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)addrs[i],
+			  (unsigned long long)s[k].objects, (unsigned long long)s[k].bad);
+		k++;
+	}
+	if (k == 0) {
+		free(s);
+		return -LS_E_GARBAGE;
+	}
+	*out = s;
+	return k;
+}
+
+const char *heap_key_name(struct heap_state *s, uint64_t addr,
+			  const char *(*read)(void *ctx, uint64_t addr), void *ctx)
+{
+	size_t j = (size_t)(addr >> 3) & (HEAP_KEYCACHE - 1);
+	if (addr && s->kc_addr[j] == addr)
+		return s->kc_name[j];
+	const char *name = read(ctx, addr);
+	if (name && addr) {
+		s->kc_addr[j] = addr;
+		s->kc_name[j] = name;
+	}
+	return name;
+}
+
+void heap_chunks_init(struct heap_chunks *c, struct mem *m, uint64_t addr, uint64_t n, size_t size,
+		      void *buf, size_t bufbytes)
+{
+	c->m = m;
+	c->addr = addr;
+	c->n = n;
+	c->done = 0;
+	c->size = size;
+	c->per = size ? bufbytes / size : 0;
+	c->buf = buf;
+	c->failed = 0;
+}
+
+const uint8_t *heap_chunk_next(struct heap_chunks *c, uint64_t *first, uint64_t *k)
+{
+	if (c->done >= c->n || c->per == 0 || c->failed)
+		return NULL;
+	uint64_t want = c->n - c->done < c->per ? c->n - c->done : c->per;
+	if (mem_read(c->m, c->addr + c->size * c->done, c->buf, (size_t)(c->size * want)) < 0) {
+		c->failed = 1;
+		return NULL;
+	}
+	*first = c->done;
+	*k = want;
+	c->done += want;
+	return c->buf;
 }

@@ -15,7 +15,9 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include "htab.h"
+#include "proc_mem.h"
 
 /* Object types, as the text summary groups them. */
 enum heap_type {
@@ -70,12 +72,47 @@ enum heap_edge_kind {
  * groups tables and userdata by their metatable). */
 extern const char heap_metatable_edge[];
 
+/* One reference of the graph, 12 bytes (references outnumber objects):
+ * read it through the accessors below. */
 struct heap_edge {
-	uint32_t to;                 /* node index */
-	uint8_t kind;                /* enum heap_edge_kind */
-	int64_t idx;                 /* HEAP_E_INDEX */
-	const char *name;            /* interned or static, or NULL */
+	uint32_t tk;                 /* target node << 2 | enum heap_edge_kind */
+	uint32_t v[2];               /* HEAP_E_INDEX: the index; else the name (interned or
+				      * static, or NULL), as 8 bytes */
 };
+
+/* Target node of edge E. */
+static inline uint32_t heap_edge_to(const struct heap_edge *e)
+{
+	return e->tk >> 2;
+}
+
+/* Kind of edge E (enum heap_edge_kind). */
+static inline int heap_edge_kind(const struct heap_edge *e)
+{
+	return (int)(e->tk & 3);
+}
+
+/* The index of a HEAP_E_INDEX edge E. */
+static inline int64_t heap_edge_idx(const struct heap_edge *e)
+{
+	int64_t i;
+	memcpy(&i, e->v, 8);
+	return i;
+}
+
+/* The name of edge E, or NULL (an index edge has none). */
+static inline const char *heap_edge_name(const struct heap_edge *e)
+{
+	const char *n;
+	if (heap_edge_kind(e) == HEAP_E_INDEX)
+		return NULL;
+	memcpy(&n, e->v, sizeof n);
+	return n;
+}
+
+/* Key names met during a walk, by the key string's address: field names
+ * repeat, so most table edges need no read and no interning. */
+#define HEAP_KEYCACHE 4096
 
 /* Lua closures of one prototype. */
 struct heap_fn {
@@ -106,11 +143,16 @@ struct heap_state {
 	const char **nname;          /* HEAP_WANT_NAMES: interned names, or NULL */
 	size_t nn, capn, capself, captype, capname;
 	int want_names;
-	struct htab nidx;            /* address -> node */
+	uint32_t *islot;             /* address -> node + 1 (0: empty), open addressing */
+	size_t icap;                 /* slots: a power of two, at least twice nn; 0 before finish */
+	uint64_t dups;               /* nodes met twice (a list crossing another): dropped */
 	uint32_t *efirst;            /* first edge of each node begun; nn + 1 after finish */
 	size_t capfirst, ebegun;
-	struct heap_edge *e;
-	size_t ne, cape;
+	struct heap_edge *e;         /* the references, after heap_graph_finish */
+	size_t ne;
+	uint64_t *ew;                /* during the walk: per edge the target address | kind << 62,
+				      * then the index or name (heap_graph_finish makes E of it) */
+	size_t capew;
 	uint64_t edges_lost;         /* references to no object walked */
 	const char *graph_cut;       /* static text: why the graph is incomplete, or NULL */
 	/* heap_graph_finish(): shortest path from the root (parent node and
@@ -130,6 +172,8 @@ struct heap_state {
 	size_t nfn, capfn;
 	struct htab fnidx;
 	int ntop;
+	uint64_t kc_addr[HEAP_KEYCACHE]; /* the walk's key names (heap_key_name) */
+	const char *kc_name[HEAP_KEYCACHE];
 };
 
 /* Start S for the state at ADDR (zeroes it). */
@@ -156,34 +200,50 @@ void heap_string(struct heap_state *s, uint64_t addr, uint64_t len, uint64_t byt
 void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
 
 /* ---- the object graph ----------------------------------------------------
- * Walkers add every object as a node (heap_node, beside heap_add), then
- * for each node in index order its references (heap_edges_begin, then
- * heap_edge for each), node 0 (the root) first with the roots. Then
- * heap_graph_finish computes the shortest path from the root to each
+ * Walkers add every object as a node (heap_object, or heap_node beside
+ * heap_add), node 0 (the root, address 0) first, and right after a node
+ * its references (heap_edges_begin, then heap_edge for each), the
+ * root's first. The walk only appends: a reference is kept by the target
+ * address it holds, so that the target is read once, while it is
+ * stopped, and costs no lookup there. heap_graph_finish (after the
+ * threads are released) indexes the nodes by address (a node met twice
+ * is dropped, its duplicate's references with it), turns each reference
+ * into a node index (those to no object walked are dropped and counted
+ * in edges_lost), then computes the shortest path from the root to each
  * object (breadth first: _G before the registry), the dominator tree
  * (Lengauer-Tarjan, iterative) and the retained size of every object:
  * its own bytes plus those of every object reachable only through it,
- * as Chrome DevTools and Eclipse MAT compute it. Memory: about 100 bytes
- * per object and 28 per reference while it runs. */
+ * as Chrome DevTools and Eclipse MAT compute it. Memory (docs/heap.md §7):
+ * per object 17 bytes in the walk, 37 kept and 40 more while the
+ * dominators are computed; per reference 16 in the walk, 12 kept and 4
+ * more for the dominators. */
 
 #define HEAP_MAX_NODES 40000000u  /* objects in the graph; past it no graph (graph_cut) */
 #define HEAP_MAX_EDGES 200000000u /* references kept; past it the graph is cut */
 
-/* Add node ADDR of TYPE and BYTES; returns its index, or -1 when the
+/* Append node ADDR of TYPE and BYTES; returns its index, or -1 when the
  * graph is cut (S->graph_cut). Node 0 must be the root (ADDR 0). */
 int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes);
+/* heap_add and heap_node together: count object ADDR of TYPE and BYTES
+ * and make it a node. Returns the node's index, or -1 (cut). */
+int64_t heap_object(struct heap_state *s, uint64_t addr, int type, uint64_t bytes);
 /* With S->want_names: name node I (NAME interned or static). */
 void heap_node_name(struct heap_state *s, int64_t i, const char *name);
-/* Index of the node at ADDR, or -1. */
+/* Index of the node at ADDR, or -1 (and always -1 before
+ * heap_graph_finish: the walk builds no index). */
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr);
-/* Start the references of node I (I = the previous one + 1, from 0). */
+/* Start the references of node I: I is at least the previous one + 1
+ * (nodes skipped have none), from 0. */
 void heap_edges_begin(struct heap_state *s, uint32_t i);
-/* Add a reference from the node begun last to the object at TO (ignored
- * when no node is at TO: counted in edges_lost), of KIND, NAME, IDX. */
+/* Add a reference from the node begun last to the object at TO, of KIND,
+ * NAME (not HEAP_E_INDEX) or IDX (HEAP_E_INDEX). TO is resolved by
+ * heap_graph_finish. */
 void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, int64_t idx);
-/* End the edge pass (call after the last node's edges) and compute paths,
+/* Index the nodes, resolve the references, and compute paths,
  * dominators, retained sizes and the largest retainers. 0, or -1 when
- * out of memory (then no retained sizes: S->graph_cut says so). */
+ * the graph is cut or out of memory (S->graph_cut says so; then no
+ * retained sizes, and heap_node_find works when the index could be
+ * built). */
 int heap_graph_finish(struct heap_state *s);
 /* Write the path of node I from the root into BUF (LEN bytes): "_G.cache",
  * "registry._LOADED.heapmod.store", "_G.f > upvalue 'cache'"; returns 0,
@@ -229,8 +289,70 @@ int heap_paths_write(FILE *f, const struct heap_state *s, int n);
  * -LS_E_IO when OLD cannot be read (errno kept), -LS_E_NOMEM. */
 int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n);
 
+/* What one snapshot held (paths and totals by type), kept to show the
+ * next one's growth (--interval). */
+struct heap_prev;
+/* Keep the paths and totals of S[0..N) (heap_graph_finish done) in a new
+ * *OUT (heap_prev_free). 0 or -LS_E_NOMEM. */
+int heap_prev_take(const struct heap_state *s, int n, struct heap_prev **out);
+void heap_prev_free(struct heap_prev *p);
+/* Write to F what changed between PREV and S[0..N): per type the change
+ * of bytes and objects, then per path as heap_diff_write does; SINCE
+ * names PREV in the headings. 0, or -LS_E_NOMEM / -LS_E_IO. */
+int heap_growth_write(FILE *f, const char *since, const struct heap_prev *prev, const struct heap_state *s,
+		      int n);
+
 /* Write the text summary of states S[0..N) of process PID to F. */
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
 		     double pause_ms);
+
+/* ---- helpers the walkers share ------------------------------------------ */
+
+/* Walk each of the N states at ADDRS with WALK(CTX, addr, state) into a
+ * new array *OUT (want_names from FLAGS' HEAP_WANT_NAMES); a state whose
+ * walk fails (negative error) is left out. Returns the states walked, or
+ * -LS_E_NOTLUA (N is 0), -LS_E_NOMEM, -LS_E_GARBAGE (no walk succeeded). */
+int heap_walk_states(const uint64_t *addrs, int n, unsigned flags,
+		     int (*walk)(void *ctx, uint64_t addr, struct heap_state *s), void *ctx,
+		     struct heap_state **out);
+
+/* Cycle check of a linked list (Brent): heap_cycle_seen(C, next) after
+ * each step is 1 when NEXT was met before, in O(list length) steps. */
+struct heap_cycle {
+	uint64_t saved, steps, power;
+};
+#define HEAP_CYCLE_INIT { 0, 0, 1 }
+static inline int heap_cycle_seen(struct heap_cycle *c, uint64_t next)
+{
+	if (next && next == c->saved)
+		return 1;
+	if (++c->steps == c->power) {
+		c->saved = next;
+		c->power <<= 1;
+		c->steps = 0;
+	}
+	return 0;
+}
+
+/* The interned name of the key string at ADDR: from the walk's cache, or
+ * READ(CTX, ADDR) (which reads the target; its result is cached; NULL
+ * is returned as is and not cached). */
+const char *heap_key_name(struct heap_state *s, uint64_t addr,
+			  const char *(*read)(void *ctx, uint64_t addr), void *ctx);
+
+/* Reading an array of the target in chunks: N elements of SIZE bytes
+ * from ADDR into BUF (BUFBYTES, at least SIZE). heap_chunk_next gives
+ * the next chunk (*FIRST: index of its first element, *K: elements), or
+ * NULL at the end or when a read fails (C->failed set). */
+struct heap_chunks {
+	struct mem *m;
+	uint64_t addr, n, done, per;
+	size_t size;
+	uint8_t *buf;
+	int failed;
+};
+void heap_chunks_init(struct heap_chunks *c, struct mem *m, uint64_t addr, uint64_t n, size_t size,
+		      void *buf, size_t bufbytes);
+const uint8_t *heap_chunk_next(struct heap_chunks *c, uint64_t *first, uint64_t *k);
 
 #endif

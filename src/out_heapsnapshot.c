@@ -203,9 +203,9 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 				name = h->nname && h->nname[i] ? h->nname[i] : node_default_name(h->ntype[i]);
 			if (mtname && i > 0 && (h->ntype[i] == HEAP_TABLE || h->ntype[i] == HEAP_UDATA)) {
 				for (uint32_t e = h->efirst[i]; e < h->efirst[i + 1]; e++) {
-					if (h->e[e].name != heap_metatable_edge)
+					if (heap_edge_name(&h->e[e]) != heap_metatable_edge)
 						continue;
-					uint32_t m = h->e[e].to;
+					uint32_t m = heap_edge_to(&h->e[e]);
 					if (!mtname[m]) {
 						char path[HEAP_PATH_MAX];
 						mtname[m] = heap_node_path(h, m, path, sizeof path) == 0 ? intern(path) : "?";
@@ -244,22 +244,23 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 		const struct heap_state *h = &s[k];
 		for (size_t j = 0; graph_ok(h) && j < h->ne; j++) {
 			const struct heap_edge *e = &h->e[j];
-			uint64_t to = (base + e->to) * 7;
+			uint64_t to = (base + heap_edge_to(e)) * 7;
+			const char *name = heap_edge_name(e);
 			int et;
 			int64_t ni;
-			switch (e->kind) {
+			switch (heap_edge_kind(e)) {
 			case HEAP_E_INDEX:
-				fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, ET_ELEMENT, e->idx, to);
+				fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, ET_ELEMENT, heap_edge_idx(e), to);
 				continue;
 			case HEAP_E_KEY:
 			case HEAP_E_ROOT:
 				et = ET_PROPERTY;
 				break;
 			default:
-				et = e->name && !strncmp(e->name, "upvalue '", 9) ? ET_CONTEXT : ET_INTERNAL;
+				et = name && !strncmp(name, "upvalue '", 9) ? ET_CONTEXT : ET_INTERNAL;
 				break;
 			}
-			ni = str_id(&st, e->name ? e->name : "");
+			ni = str_id(&st, name ? name : "");
 			if (ni < 0)
 				goto nomem;
 			fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, et, ni, to);

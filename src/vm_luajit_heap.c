@@ -82,11 +82,26 @@ static int tab_parts(const struct lh *h, const uint8_t *b, uint32_t *asize, uint
 	return 0;
 }
 
-/* Count object O of TYPE and BYTES, and make it a node of the graph. */
-static int64_t lh_add(struct lh *h, uint64_t o, int type, uint64_t bytes)
+/* The references of the objects, emitted right after each one's node
+ * (heap.h: the walk only appends; heap_graph_finish resolves them). */
+static void table_edges(struct lh *h, const uint8_t *b, uint32_t asize, uint32_t nnode);
+static void func_edges(struct lh *h, uint64_t o, int64_t ni);
+static void upval_edges(struct lh *h, const uint8_t *b);
+static void proto_edges(struct lh *h, uint64_t o, int64_t ni);
+static void thread_edges(struct lh *h, uint64_t L);
+static void udata_edges(struct lh *h, uint64_t o);
+
+/* Count object O of TYPE and BYTES and make it a node; 1 when its
+ * references follow (heap_edges_begin done), 0 when the graph is cut. */
+static int lh_add(struct lh *h, uint64_t o, int type, uint64_t bytes, int64_t *ni)
 {
-	heap_add(h->s, type, bytes);
-	return heap_node(h->s, o, type, bytes);
+	int64_t i = heap_object(h->s, o, type, bytes);
+	if (ni)
+		*ni = i;
+	if (i < 0)
+		return 0;
+	heap_edges_begin(h->s, (uint32_t)i);
+	return 1;
 }
 
 static void add_string(struct lh *h, uint64_t o)
@@ -102,7 +117,8 @@ static void add_string(struct lh *h, uint64_t o)
 		return;
 	}
 	uint64_t bytes = h->lay->str_data + len + 1;   /* lj_str_size */
-	int64_t ni = lh_add(h, o, HEAP_STRING, bytes);
+	int64_t ni;
+	lh_add(h, o, HEAP_STRING, bytes, &ni);
 	if (h->s->want_names) {
 		char nb[40];
 		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
@@ -128,7 +144,7 @@ static void add_open_uv(struct lh *h, uint64_t L)
 			h->s->bad++;
 			return;
 		}
-		lh_add(h, uv, HEAP_UPVAL, h->gr == 8 ? 48 : 24);
+		lh_add(h, uv, HEAP_UPVAL, h->gr == 8 ? 48 : 24, NULL);   /* open: no references */
 		if (lj_read_ref(h->ol, h->m, uv, &uv) < 0)
 			return;
 	}
@@ -144,7 +160,8 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 		add_string(h, o);
 		break;
 	case LJ_GCT_UPVAL:
-		lh_add(h, o, HEAP_UPVAL, gc64 ? 48 : 24);
+		if (lh_add(h, o, HEAP_UPVAL, gc64 ? 48 : 24, NULL))
+			upval_edges(h, b);
 		break;
 	case LJ_GCT_THREAD: {
 		uint32_t ss = rdu32(b, ol->L_stacksize);
@@ -153,26 +170,34 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 			break;
 		}
 		/* the main thread's lua_State is part of GG_State (not walked) */
-		lh_add(h, o, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss);
+		if (lh_add(h, o, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss, NULL))
+			thread_edges(h, o);
 		add_open_uv(h, o);
 		break;
 	}
-	case LJ_GCT_PROTO:
-		lh_add(h, o, HEAP_PROTO, rdu32(b, ol->pt_sizept));
+	case LJ_GCT_PROTO: {
+		int64_t ni;
+		if (lh_add(h, o, HEAP_PROTO, rdu32(b, ol->pt_sizept), &ni))
+			proto_edges(h, o, ni);
 		break;
+	}
 	case LJ_GCT_FUNC: {
 		unsigned nup = b[ol->fn_ffid + 1];
+		int64_t ni;
+		int more;
 		if (b[ol->fn_ffid] == 0)   /* sizeLfunc */
-			lh_add(h, o, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup);
+			more = lh_add(h, o, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup, &ni);
 		else                       /* sizeCfunc */
-			lh_add(h, o, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup);
+			more = lh_add(h, o, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup, &ni);
+		if (more)
+			func_edges(h, o, ni);
 		break;
 	}
 	case LJ_GCT_TRACE:
-		lh_add(h, o, HEAP_TRACE, 0);
+		lh_add(h, o, HEAP_TRACE, 0, NULL);
 		break;
 	case LJ_GCT_CDATA:
-		lh_add(h, o, HEAP_CDATA, gc64 ? 16 : 8);
+		lh_add(h, o, HEAP_CDATA, gc64 ? 16 : 8, NULL);
 		break;
 	case LJ_GCT_TAB: {
 		uint32_t a, nn;
@@ -181,13 +206,15 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 			s->bad++;
 			break;
 		}
-		lh_add(h, o, HEAP_TABLE, self);
 		heap_table(s, o, self, a, nn);
+		if (lh_add(h, o, HEAP_TABLE, self, NULL))
+			table_edges(h, b, a, nn);
 		break;
 	}
 	case LJ_GCT_UDATA: {
 		uint64_t len = rdu32(b, gc64 ? 24 : 12);
-		lh_add(h, o, HEAP_UDATA, (gc64 ? 48 : 24) + len);   /* sizeudata */
+		if (lh_add(h, o, HEAP_UDATA, (gc64 ? 48 : 24) + len, NULL))   /* sizeudata */
+			udata_edges(h, o);
 		break;
 	}
 	default:
@@ -216,7 +243,8 @@ static size_t head_bytes(const struct lh *h, unsigned gct)
  * type or a bad pointer ends the list. */
 static void walk_list(struct lh *h, uint64_t head, int circular)
 {
-	uint64_t o = head, saved = 0, steps = 0, power = 1;
+	uint64_t o = head;
+	struct heap_cycle cy = HEAP_CYCLE_INIT;
 	if (circular && head && lj_read_ref(h->ol, h->m, head, &o) < 0)
 		return;
 	while (o && !h->s->cut) {
@@ -241,14 +269,9 @@ static void walk_list(struct lh *h, uint64_t head, int circular)
 		if (circular && o == head)
 			return;
 		o = rdref(h, b, 0);
-		if (o && o == saved && !circular) {
+		if (!circular && heap_cycle_seen(&cy, o)) {
 			h->s->cut = "a cycle in an object list";
 			return;
-		}
-		if (++steps == power) {
-			saved = o;
-			power <<= 1;
-			steps = 0;
 		}
 	}
 }
@@ -258,17 +281,14 @@ static void walk_list(struct lh *h, uint64_t head, int circular)
 static void walk_strings(struct lh *h, uint64_t tab, uint32_t n)
 {
 	uint8_t b[LH_CHUNK * 8];
-	for (uint32_t i = 0; i < n && !h->s->cut; i += LH_CHUNK) {
-		uint32_t k = n - i < LH_CHUNK ? n - i : LH_CHUNK;
-		if (mem_read(h->m, tab + (uint64_t)h->gr * i, b, (size_t)h->gr * k) < 0) {
-			h->s->bad++;
-			return;
-		}
-		for (uint32_t j = 0; j < k && !h->s->cut; j++) {
-			uint64_t o = rdref(h, b, (int)(h->gr * j)) & ~(uint64_t)1;
-			walk_list(h, o, 0);
-		}
-	}
+	uint64_t first, k;
+	struct heap_chunks c;
+	heap_chunks_init(&c, h->m, tab, n, h->gr, b, sizeof b);
+	while (!h->s->cut && heap_chunk_next(&c, &first, &k))
+		for (uint64_t j = 0; j < k && !h->s->cut; j++)
+			walk_list(h, rdref(h, b, (int)(h->gr * j)) & ~(uint64_t)1, 0);
+	if (c.failed)
+		h->s->bad++;
 }
 
 /* ---- references (the graph's edges) ----------------------------------------- */
@@ -289,18 +309,15 @@ static uint64_t tv_gc(const struct lh *h, const uint8_t *b)
 static void tvs_edges(struct lh *h, uint64_t a, uint64_t n, int kind, const char *name, int64_t base)
 {
 	uint8_t buf[LH_CHUNK * 8];
-	if (n > HEAP_MAX_TABLE_SLOTS)
-		n = HEAP_MAX_TABLE_SLOTS;
-	for (uint64_t j = 0; j < n; j += LH_CHUNK) {
-		uint64_t k = n - j < LH_CHUNK ? n - j : LH_CHUNK;
-		if (mem_read(h->m, a + 8 * j, buf, (size_t)(8 * k)) < 0)
-			return;
+	uint64_t first, k;
+	struct heap_chunks c;
+	heap_chunks_init(&c, h->m, a, n > HEAP_MAX_TABLE_SLOTS ? HEAP_MAX_TABLE_SLOTS : n, 8, buf, sizeof buf);
+	while (heap_chunk_next(&c, &first, &k))
 		for (uint64_t i = 0; i < k; i++) {
 			uint64_t o = tv_gc(h, buf + 8 * i);
 			if (o)
-				heap_edge(h->s, o, kind, name, base + (int64_t)(j + i));
+				heap_edge(h->s, o, kind, name, base + (int64_t)(first + i));
 		}
-	}
 }
 
 /* The name of the string at SP (interned, at most 1024 bytes), or "?". */
@@ -317,28 +334,30 @@ static const char *str_name(struct lh *h, uint64_t sp)
 	return intern_n(buf, n);
 }
 
-static void table_edges(struct lh *h, uint64_t t)
+static const char *key_read(void *ctx, uint64_t a)
+{
+	return str_name(ctx, a);
+}
+
+/* The references of a table (its header in B, its parts): metatable,
+ * array slots, then each hash node's key (when an object) and value. */
+static void table_edges(struct lh *h, const uint8_t *b, uint32_t asize, uint32_t nnode)
 {
 	struct heap_state *s = h->s;
 	const struct lj_objlayout *ol = h->ol;
-	uint8_t b[96], buf[LH_CHUNK * 24];
-	uint32_t asize, nnode;
-	uint64_t self;
-	if (mem_read(h->m, t, b, h->gr == 8 ? 64 : 32) < 0 || tab_parts(h, b, &asize, &nnode, &self) < 0)
-		return;
+	uint8_t buf[LH_CHUNK * 24];
 	uint64_t mt = rdref(h, b, ol->tab_array + 2 * (int)h->gr);
 	if (mt)
 		heap_edge(s, mt, HEAP_E_OTHER, heap_metatable_edge, 0);
 	uint64_t arr = h->gr == 8 ? rdref(h, b, ol->tab_array) : rdu32(b, ol->tab_array);
 	uint64_t node = h->gr == 8 ? rdref(h, b, ol->tab_node) : rdu32(b, ol->tab_node);
 	tvs_edges(h, arr, asize, HEAP_E_INDEX, NULL, 0);
-	if (nnode > HEAP_MAX_TABLE_SLOTS)
-		nnode = HEAP_MAX_TABLE_SLOTS;
-	for (uint32_t j = 0; j < nnode; j += LH_CHUNK) {
-		uint32_t n = nnode - j < LH_CHUNK ? nnode - j : LH_CHUNK;
-		if (mem_read(h->m, node + 24ull * j, buf, 24u * n) < 0)
-			break;
-		for (uint32_t k = 0; k < n; k++) {
+	uint64_t first, n;
+	struct heap_chunks c;
+	heap_chunks_init(&c, h->m, node, nnode > HEAP_MAX_TABLE_SLOTS ? HEAP_MAX_TABLE_SLOTS : nnode, 24,
+			 buf, sizeof buf);
+	while (heap_chunk_next(&c, &first, &n)) {
+		for (uint64_t k = 0; k < n; k++) {
 			const uint8_t *nd = buf + 24u * k;
 			uint64_t v = tv_gc(h, nd), kv = tv_gc(h, nd + ol->node_key);
 			uint64_t raw;
@@ -350,15 +369,11 @@ static void table_edges(struct lh *h, uint64_t t)
 				heap_edge(s, kv, HEAP_E_OTHER, "[key]", 0);
 			if (!v)
 				continue;
-			if (heap_node_find(s, v) < 0) {
-				s->edges_lost++;
-				continue;
-			}
 			uint64_t kr;
 			memcpy(&kr, nd + ol->node_key, 8);
 			uint32_t it = h->gr == 8 ? (uint32_t)((int64_t)kr >> 47) : (uint32_t)(kr >> 32);
 			if (it == LH_TSTR) {
-				heap_edge(s, v, HEAP_E_KEY, str_name(h, kv), 0);
+				heap_edge(s, v, HEAP_E_KEY, heap_key_name(s, kv, key_read, h), 0);
 			} else if (it < LH_TNUMX) {
 				double d;
 				memcpy(&d, &kr, 8);
@@ -418,7 +433,7 @@ static const char *upval_name(struct lh *h, uint64_t pt, unsigned i)
 	return internf("upvalue '%.*s'", (int)(z - names - (ptrdiff_t)at), names + at);
 }
 
-static void func_edges(struct lh *h, uint64_t o)
+static void func_edges(struct lh *h, uint64_t o, int64_t ni)
 {
 	struct heap_state *s = h->s;
 	const struct lj_objlayout *ol = h->ol;
@@ -442,7 +457,7 @@ static void func_edges(struct lh *h, uint64_t o)
 	if (lh_ptr_ok(pt))
 		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
 	if (s->want_names)
-		heap_node_name(s, heap_node_find(s, o), internf("function %s", proto_label(h, pt)));
+		heap_node_name(s, ni, internf("function %s", proto_label(h, pt)));
 	heap_closure(s, pt, gc64 ? 40u + 8u * nup : 20u + 4u * nup);
 	uint8_t uv[256 * 8];
 	if (!nup || mem_read(h->m, o + (gc64 ? 40 : 20), uv, (size_t)h->gr * nup) < 0)
@@ -455,11 +470,9 @@ static void func_edges(struct lh *h, uint64_t o)
 	}
 }
 
-static void upval_edges(struct lh *h, uint64_t o)
+/* An upvalue (its header in B, as walk_list read it) */
+static void upval_edges(struct lh *h, const uint8_t *b)
 {
-	uint8_t b[48];
-	if (mem_read(h->m, o, b, h->gr == 8 ? 48 : 24) < 0)
-		return;
 	if (b[h->ol->gct + 1]) {   /* closed: the value is in the upvalue */
 		uint64_t v = tv_gc(h, b + (h->gr == 8 ? 16 : 8));
 		if (v)
@@ -467,7 +480,7 @@ static void upval_edges(struct lh *h, uint64_t o)
 	}
 }
 
-static void proto_edges(struct lh *h, uint64_t o)
+static void proto_edges(struct lh *h, uint64_t o, int64_t ni)
 {
 	struct heap_state *s = h->s;
 	const struct lj_objlayout *ol = h->ol;
@@ -478,7 +491,7 @@ static void proto_edges(struct lh *h, uint64_t o)
 	if (chunk)
 		heap_edge(s, chunk, HEAP_E_OTHER, "[source]", 0);
 	if (s->want_names)
-		heap_node_name(s, heap_node_find(s, o), internf("prototype %s", proto_label(h, o)));
+		heap_node_name(s, ni, internf("prototype %s", proto_label(h, o)));
 	uint64_t k = h->gr == 8 ? rdref(h, b, ol->pt_k) : rdu32(b, ol->pt_k);
 	uint32_t nkgc = rdu32(b, ol->pt_sizekgc);
 	uint32_t sizept = rdu32(b, ol->pt_sizept);
@@ -534,8 +547,8 @@ static void udata_edges(struct lh *h, uint64_t o)
 		heap_edge(h->s, env, HEAP_E_OTHER, "[env]", 0);
 }
 
-/* The references of every node, in node order: the root's first. */
-static void edge_pass(struct lh *h, const uint8_t *gb)
+/* The root's references: _G, the registry, the main thread. */
+static void root_edges(struct lh *h, const uint8_t *gb)
 {
 	struct heap_state *s = h->s;
 	heap_edges_begin(s, 0);
@@ -545,29 +558,20 @@ static void edge_pass(struct lh *h, const uint8_t *gb)
 	if (reg)
 		heap_edge(s, reg, HEAP_E_ROOT, "registry", 0);
 	heap_edge(s, h->mainth, HEAP_E_ROOT, "main thread", 0);
-	for (size_t i = 1; i < s->nn && !s->graph_cut; i++) {
-		heap_edges_begin(s, (uint32_t)i);
-		uint64_t o = s->naddr[i];
-		switch (s->ntype[i]) {
-		case HEAP_TABLE: table_edges(h, o); break;
-		case HEAP_LFUNC: case HEAP_CFUNC: func_edges(h, o); break;
-		case HEAP_UPVAL: upval_edges(h, o); break;
-		case HEAP_PROTO: proto_edges(h, o); break;
-		case HEAP_THREAD: thread_edges(h, o); break;
-		case HEAP_UDATA: udata_edges(h, o); break;
-		default: break;
-		}
-	}
-	for (size_t i = 0; i < s->nfn; i++)
-		s->fn[i].label = proto_label(h, s->fn[i].proto);
 }
 
 /* ---- one state ---------------------------------------------------------------- */
 
-static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_state *s)
+struct walk_ctx {
+	struct vm *vm;
+	struct mem *m;
+};
+
+static int state_walk(void *ctx, uint64_t g, struct heap_state *s)
 {
+	struct vm *vm = ((struct walk_ctx *)ctx)->vm;
+	struct mem *m = ((struct walk_ctx *)ctx)->m;
 	struct lh h = { vm->lay, vm->ol, m, s, g, 0, vm->ol->gcref };
-	heap_node(s, 0, HEAP_STRTAB, 0);   /* the graph's root */
 	const struct lj_layout *lay = vm->lay;
 	uint8_t gb[1024];
 	if (lay->g_registrytv + 16 > (int)sizeof gb || mem_read(m, g, gb, sizeof gb) < 0)
@@ -575,6 +579,8 @@ static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_stat
 	h.mainth = rdref(&h, gb, lay->g_mainthref);
 	if (!lh_ptr_ok(h.mainth))
 		return -LS_E_GARBAGE;
+	heap_node(s, 0, HEAP_STRTAB, 0);   /* the graph's root */
+	root_edges(&h, gb);
 	/* GCState: total (GCSize) then threshold, currentwhite, state: total
 	 * is 17 bytes before state with GC64, 9 without (Tarantool 2.6's
 	 * GCState too: state 73, root 80, docs/luajit.md §3.2) */
@@ -620,37 +626,14 @@ static int state_walk(struct vm *vm, struct mem *m, uint64_t g, struct heap_stat
 		}
 	}
 	s->not_walked = "GG_State (main thread, global and JIT state, dispatch), JIT buffers and traces, cdata payloads";
-	edge_pass(&h, gb);
-	msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)g,
-		  (unsigned long long)s->objects, (unsigned long long)s->bad);
+	for (size_t i = 0; i < s->nfn; i++)
+		s->fn[i].label = proto_label(&h, s->fn[i].proto);
 	return 0;
 }
 
 int lj_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, struct heap_state **out)
 {
 	(void)t;
-	int ng = vm->found.ng;
-	if (ng == 0)
-		return -LS_E_NOTLUA;
-	struct heap_state *s = calloc((size_t)ng, sizeof *s);
-	if (!s)
-		return -LS_E_NOMEM;
-	int n = 0;
-	for (int i = 0; i < ng; i++) {
-		heap_state_init(&s[n], vm->found.g[i]);
-		s[n].want_names = (flags & HEAP_WANT_NAMES) != 0;
-		int rc = state_walk(vm, m, vm->found.g[i], &s[n]);
-		if (rc < 0) {
-			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)vm->found.g[i], err_text(rc));
-			heap_state_free(&s[n]);
-			continue;
-		}
-		n++;
-	}
-	if (n == 0) {
-		free(s);
-		return -LS_E_GARBAGE;
-	}
-	*out = s;
-	return n;
+	struct walk_ctx w = { vm, m };
+	return heap_walk_states(vm->found.g, vm->found.ng, flags, state_walk, &w, out);
 }

@@ -72,11 +72,26 @@ static void ph_setup(struct ph *p)
 
 /* ---- sizes ------------------------------------------------------------------- */
 
-/* Count object O of TYPE and BYTES, and make it a node of the graph. */
-static int64_t ph_add(struct ph *p, uint64_t o, int type, uint64_t bytes)
+/* The references of the objects, emitted right after each one's node
+ * (heap.h: the walk only appends; heap_graph_finish resolves them). */
+static void table_edges(struct ph *p, const uint8_t *h, uint32_t asize, uint32_t nnode, uint64_t node);
+static void closure_edges(struct ph *p, uint64_t o, unsigned tt, int64_t ni);
+static void upval_edges(struct ph *p, uint64_t o);
+static void proto_edges(struct ph *p, uint64_t o, int64_t ni);
+static void thread_edges(struct ph *p, uint64_t L, const uint8_t *lb);
+static void udata_edges(struct ph *p, uint64_t o);
+
+/* Count object O of TYPE and BYTES and make it a node; 1 when its
+ * references follow (heap_edges_begin done), 0 when the graph is cut. */
+static int ph_add(struct ph *p, uint64_t o, int type, uint64_t bytes, int64_t *ni)
 {
-	heap_add(p->s, type, bytes);
-	return heap_node(p->s, o, type, bytes);
+	int64_t i = heap_object(p->s, o, type, bytes);
+	if (ni)
+		*ni = i;
+	if (i < 0)
+		return 0;
+	heap_edges_begin(p->s, (uint32_t)i);
+	return 1;
 }
 
 /* Bytes of the TString at O with header H (ts_data bytes); *LEN its length. */
@@ -100,7 +115,8 @@ static void add_string(struct ph *p, uint64_t o, const uint8_t *h)
 		p->s->bad++;
 		return;
 	}
-	int64_t ni = ph_add(p, o, HEAP_STRING, bytes);
+	int64_t ni;
+	ph_add(p, o, HEAP_STRING, bytes, &ni);
 	if (p->s->want_names) {
 		char nb[40];
 		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
@@ -158,8 +174,9 @@ static void add_table(struct ph *p, uint64_t o)
 	}
 	uint64_t bytes = (uint64_t)p->sizeof_table + (uint64_t)asize * 16 +
 			 (uint64_t)nnode * (uint64_t)p->lay->node_size;
-	ph_add(p, o, HEAP_TABLE, bytes);
 	heap_table(p->s, o, bytes, asize, nnode);
+	if (ph_add(p, o, HEAP_TABLE, bytes, NULL))
+		table_edges(p, h, asize, nnode, node);
 }
 
 /* 5.3: count the closure's upvalue UV once (32 bytes: v, refcount, union). */
@@ -196,11 +213,14 @@ static void add_closure(struct ph *p, uint64_t o, unsigned tt)
 	}
 	unsigned nup = h[l->cl_nupvalues];
 	int isC = l->minor == 1 ? h[l->cl_isC] != 0 : tt == l->gct_ccl;
+	int64_t ni;
 	if (isC) {
-		ph_add(p, o, HEAP_CFUNC, (uint64_t)l->ccl_upvalue + 16u * nup);
+		if (ph_add(p, o, HEAP_CFUNC, (uint64_t)l->ccl_upvalue + 16u * nup, &ni))
+			closure_edges(p, o, tt, ni);
 		return;
 	}
-	ph_add(p, o, HEAP_LFUNC, (uint64_t)l->lcl_p + 8 + 8u * nup);
+	if (ph_add(p, o, HEAP_LFUNC, (uint64_t)l->lcl_p + 8 + 8u * nup, &ni))
+		closure_edges(p, o, tt, ni);
 	if (!p->tt_uv && nup) {
 		uint64_t uv[256];
 		if (mem_read(p->m, o + (uint64_t)l->lcl_p + 8, uv, 8u * nup) == 0)
@@ -229,7 +249,9 @@ static void add_proto(struct ph *p, uint64_t o)
 		     16ull * (uint64_t)nk + (uint64_t)p->lineinfo_size * (uint64_t)nline +
 		     8ull * (uint64_t)nabs + 16ull * (uint64_t)nloc +
 		     (uint64_t)l->upval_stride * (uint64_t)nup;
-	ph_add(p, o, HEAP_PROTO, b);
+	int64_t ni;
+	if (ph_add(p, o, HEAP_PROTO, b, &ni))
+		proto_edges(p, o, ni);
 }
 
 static void add_udata(struct ph *p, uint64_t o)
@@ -250,7 +272,8 @@ static void add_udata(struct ph *p, uint64_t o)
 	} else {
 		b = 40 + len;
 	}
-	ph_add(p, o, HEAP_UDATA, b);
+	if (ph_add(p, o, HEAP_UDATA, b, NULL))
+		udata_edges(p, o);
 }
 
 /* Thread L: lua_State (+ LUAI_EXTRASPACE), its stack, its CallInfos. The
@@ -293,7 +316,8 @@ static void add_thread(struct ph *p, uint64_t L)
 		}
 	}
 	uint64_t self = L == p->mainthread ? (uint64_t)l->lg_size : (uint64_t)(l->lx_l + l->L_size);
-	ph_add(p, L, HEAP_THREAD, self + slots * 16 + ci_bytes);
+	if (ph_add(p, L, HEAP_THREAD, self + slots * 16 + ci_bytes, NULL))
+		thread_edges(p, L, lb);
 	/* 5.1, 5.2: open upvalues hang off the thread (openupval), not allgc */
 	if (l->minor <= 2) {
 		uint64_t uv = g64(lb, l->minor == 1 ? 152 : 96);
@@ -303,7 +327,7 @@ static void add_thread(struct ph *p, uint64_t L)
 				p->s->bad++;
 				break;
 			}
-			ph_add(p, uv, HEAP_UPVAL, 40);
+			ph_add(p, uv, HEAP_UPVAL, 40, NULL);   /* open: no references */
 			uv = g64(h, 0);
 		}
 	}
@@ -331,7 +355,8 @@ static int add_object(struct ph *p, uint64_t o, unsigned tt)
 	} else if (tt == p->tt_proto) {
 		add_proto(p, o);
 	} else if (p->tt_uv && tt == p->tt_uv) {
-		ph_add(p, o, HEAP_UPVAL, 40);
+		if (ph_add(p, o, HEAP_UPVAL, 40, NULL))
+			upval_edges(p, o);
 	} else {
 		p->s->bad++;
 		return -1;   /* a type we do not know: the list is not trusted past it */
@@ -344,8 +369,8 @@ static int add_object(struct ph *p, uint64_t o, unsigned tt)
  * elsewhere (Brent) or an invalid pointer ends the list. */
 static void walk_list(struct ph *p, uint64_t head, int circular)
 {
-	uint64_t o = head, saved = 0;
-	uint64_t steps = 0, power = 1;
+	uint64_t o = head;
+	struct heap_cycle cy = HEAP_CYCLE_INIT;
 	if (circular && head) {
 		if (rd64(p->m, head, &o) < 0)
 			return;
@@ -361,14 +386,9 @@ static void walk_list(struct ph *p, uint64_t head, int circular)
 		if (circular && o == head)
 			return;
 		o = g64(h, 0);
-		if (o && o == saved && !circular) {
+		if (!circular && heap_cycle_seen(&cy, o)) {
 			p->s->cut = "a cycle in an object list";
 			return;
-		}
-		if (++steps == power) {
-			saved = o;
-			power <<= 1;
-			steps = 0;
 		}
 	}
 }
@@ -376,17 +396,15 @@ static void walk_list(struct ph *p, uint64_t head, int circular)
 /* 5.1, 5.2: strings hang off the string table's buckets (linked by 'next'). */
 static void walk_strt(struct ph *p, uint64_t hash, uint32_t size)
 {
-	uint64_t b[PH_CHUNK];
-	for (uint32_t i = 0; i < size && !p->s->cut; i += PH_CHUNK) {
-		uint32_t n = size - i < PH_CHUNK ? size - i : PH_CHUNK;
-		if (mem_read(p->m, hash + 8ull * i, b, 8u * n) < 0) {
-			p->s->bad++;
-			return;
-		}
-		for (uint32_t j = 0; j < n; j++)
+	uint64_t b[PH_CHUNK], first, k;
+	struct heap_chunks c;
+	heap_chunks_init(&c, p->m, hash, size, 8, b, sizeof b);
+	while (!p->s->cut && heap_chunk_next(&c, &first, &k))
+		for (uint64_t j = 0; j < k; j++)
 			if (b[j])
 				walk_list(p, b[j], 0);
-	}
+	if (c.failed)
+		p->s->bad++;
 }
 
 /* ---- references (the graph's edges) ----------------------------------------- */
@@ -412,38 +430,36 @@ static void tv_edge(struct ph *p, const uint8_t *tv, int kind, const char *name,
 static void tvs_edges(struct ph *p, uint64_t a, uint64_t n, int kind, const char *name, int64_t base)
 {
 	uint8_t buf[PH_CHUNK * 16];
-	if (n > HEAP_MAX_TABLE_SLOTS)
-		n = HEAP_MAX_TABLE_SLOTS;
-	for (uint64_t j = 0; j < n; j += PH_CHUNK) {
-		uint64_t k = n - j < PH_CHUNK ? n - j : PH_CHUNK;
-		if (mem_read(p->m, a + 16 * j, buf, (size_t)(16 * k)) < 0)
-			return;
+	uint64_t first, k;
+	struct heap_chunks c;
+	heap_chunks_init(&c, p->m, a, n > HEAP_MAX_TABLE_SLOTS ? HEAP_MAX_TABLE_SLOTS : n, 16, buf, sizeof buf);
+	while (heap_chunk_next(&c, &first, &k))
 		for (uint64_t i = 0; i < k; i++)
-			tv_edge(p, buf + 16 * i, kind, name, base + (int64_t)(j + i));
-	}
+			tv_edge(p, buf + 16 * i, kind, name, base + (int64_t)(first + i));
 }
 
-static void table_edges(struct ph *p, uint64_t t)
+static const char *key_read(void *ctx, uint64_t a)
+{
+	struct ph *p = ctx;
+	return intern_tstring(p->lay, p->m, a);
+}
+
+/* The references of a table (its header in H, its parts): metatable,
+ * array slots, then each hash node's key (when an object) and value. */
+static void table_edges(struct ph *p, const uint8_t *h, uint32_t asize, uint32_t nnode, uint64_t node)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
-	uint8_t h[PH_TABLE_MAX], buf[PH_CHUNK * 40];
-	uint32_t asize, nnode;
-	uint64_t node;
-	if ((size_t)p->sizeof_table > sizeof h || mem_read(p->m, t, h, (size_t)p->sizeof_table) < 0 ||
-	    tab_parts(p, h, &asize, &nnode, &node) < 0)
-		return;
+	uint8_t buf[PH_CHUNK * 40];
 	if (ptr_ok(g64(h, l->t_metatable)))
 		heap_edge(s, g64(h, l->t_metatable), HEAP_E_OTHER, heap_metatable_edge, 0);
 	tvs_edges(p, g64(h, l->t_array), asize, HEAP_E_INDEX, NULL, 1);
-	if (nnode > HEAP_MAX_TABLE_SLOTS)
-		nnode = HEAP_MAX_TABLE_SLOTS;
-	uint32_t per = (uint32_t)(sizeof buf / (size_t)l->node_size);
-	for (uint32_t j = 0; j < nnode; j += per) {
-		uint32_t n = nnode - j < per ? nnode - j : per;
-		if (mem_read(p->m, node + (uint64_t)l->node_size * j, buf, (size_t)l->node_size * n) < 0)
-			break;
-		for (uint32_t k = 0; k < n; k++) {
+	uint64_t first, n;
+	struct heap_chunks c;
+	heap_chunks_init(&c, p->m, node, nnode > HEAP_MAX_TABLE_SLOTS ? HEAP_MAX_TABLE_SLOTS : nnode,
+			 (size_t)l->node_size, buf, sizeof buf);
+	while (heap_chunk_next(&c, &first, &n)) {
+		for (uint64_t k = 0; k < n; k++) {
 			const uint8_t *nd = buf + (size_t)l->node_size * k;
 			uint64_t v = tv_gc(l, nd);
 			unsigned kt = l->node_key_tt_size == 1 ? nd[l->node_key_tt] : g32(nd, l->node_key_tt);
@@ -455,12 +471,8 @@ static void table_edges(struct ph *p, uint64_t t)
 				heap_edge(s, kv, HEAP_E_OTHER, "[key]", 0);
 			if (!v)
 				continue;
-			if (heap_node_find(s, v) < 0) {
-				s->edges_lost++;
-				continue;
-			}
 			if (kt == l->tag_sstr || kt == l->tag_lstr) {
-				const char *name = intern_tstring(l, p->m, kv);
+				const char *name = heap_key_name(s, kv, key_read, p);
 				heap_edge(s, v, HEAP_E_KEY, name ? name : "?", 0);
 			} else if (l->minor >= 3 && kt == 3) {
 				heap_edge(s, v, HEAP_E_INDEX, NULL, (int64_t)kv);
@@ -508,7 +520,7 @@ static const char *upval_name(struct ph *p, uint64_t pt, unsigned i)
 	return nm ? internf("upvalue '%s'", nm) : NULL;
 }
 
-static void closure_edges(struct ph *p, uint64_t o, unsigned tt)
+static void closure_edges(struct ph *p, uint64_t o, unsigned tt, int64_t ni)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
@@ -529,7 +541,7 @@ static void closure_edges(struct ph *p, uint64_t o, unsigned tt)
 	if (ptr_ok(pt))
 		heap_edge(s, pt, HEAP_E_OTHER, "[prototype]", 0);
 	if (s->want_names)
-		heap_node_name(s, heap_node_find(s, o), internf("function %s", proto_label(p, pt)));
+		heap_node_name(s, ni, internf("function %s", proto_label(p, pt)));
 	heap_closure(s, pt, (uint64_t)l->lcl_p + 8 + 8u * nup);
 	uint64_t uv[256];
 	if (!nup || mem_read(p->m, o + (uint64_t)l->lcl_p + 8, uv, 8u * nup) < 0)
@@ -563,7 +575,7 @@ static void upval_edges(struct ph *p, uint64_t o)
 		tv_edge(p, h + 24, HEAP_E_OTHER, "[value]", 0);
 }
 
-static void proto_edges(struct ph *p, uint64_t o)
+static void proto_edges(struct ph *p, uint64_t o, int64_t ni)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
@@ -575,18 +587,16 @@ static void proto_edges(struct ph *p, uint64_t o)
 	if (ptr_ok(g64(h, l->p_source)))
 		heap_edge(s, g64(h, l->p_source), HEAP_E_OTHER, "[source]", 0);
 	if (s->want_names)
-		heap_node_name(s, heap_node_find(s, o), internf("prototype %s", proto_label(p, o)));
+		heap_node_name(s, ni, internf("prototype %s", proto_label(p, o)));
 	tvs_edges(p, g64(h, l->p_k), nk, HEAP_E_OTHER, "[constant]", 0);
-	uint64_t buf[PH_CHUNK * 2];
-	uint64_t pa = g64(h, l->p_p);
-	for (uint32_t j = 0; j < np && j < HEAP_MAX_TABLE_SLOTS; j += PH_CHUNK) {
-		uint32_t n = np - j < PH_CHUNK ? np - j : PH_CHUNK;
-		if (mem_read(p->m, pa + 8ull * j, buf, 8u * n) < 0)
-			break;
-		for (uint32_t k = 0; k < n; k++)
+	uint64_t buf[PH_CHUNK * 2], first, n;
+	struct heap_chunks c;
+	heap_chunks_init(&c, p->m, g64(h, l->p_p), np < HEAP_MAX_TABLE_SLOTS ? np : HEAP_MAX_TABLE_SLOTS, 8,
+			 buf, sizeof buf);
+	while (heap_chunk_next(&c, &first, &n))
+		for (uint64_t k = 0; k < n; k++)
 			if (ptr_ok(buf[k]))
 				heap_edge(s, buf[k], HEAP_E_OTHER, "[inner function]", 0);
-	}
 	/* debug names: upvalue names (stride 8 or 16) and local names (16) */
 	uint64_t ua = g64(h, l->p_upvalues), la = g64(h, l->p_locvars);
 	unsigned st = (unsigned)l->upval_stride / 8;
@@ -643,13 +653,11 @@ static void local_edges(struct ph *p, uint64_t L, const uint8_t *lb)
 	puc_protos_release(vm);
 }
 
-static void thread_edges(struct ph *p, uint64_t L)
+/* The references of thread L (LB: its lua_State). */
+static void thread_edges(struct ph *p, uint64_t L, const uint8_t *lb)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
-	uint8_t lb[256];
-	if (mem_read(p->m, L, lb, (size_t)l->L_size) < 0)
-		return;
 	local_edges(p, L, lb);
 	uint64_t stack = g64(lb, l->L_stack), top = g64(lb, l->L_top);
 	if (top > stack && (top - stack) / 16 < PH_MAX_STACK)
@@ -690,8 +698,8 @@ static void udata_edges(struct ph *p, uint64_t o)
 	}
 }
 
-/* The references of every node, in node order: the root's first. */
-static void edge_pass(struct ph *p, const uint8_t *lb, const uint8_t *gb)
+/* The root's references: _G, the registry, the main thread. */
+static void root_edges(struct ph *p, const uint8_t *lb, const uint8_t *gb)
 {
 	const struct puc_layout *l = p->lay;
 	struct heap_state *s = p->s;
@@ -714,24 +722,6 @@ static void edge_pass(struct ph *p, const uint8_t *lb, const uint8_t *gb)
 	if (reg)
 		heap_edge(s, reg, HEAP_E_ROOT, "registry", 0);
 	heap_edge(s, p->L, HEAP_E_ROOT, "main thread", 0);
-	for (size_t i = 1; i < s->nn && !s->graph_cut; i++) {
-		heap_edges_begin(s, (uint32_t)i);
-		uint64_t o = s->naddr[i];
-		uint8_t h[16];
-		if (mem_read(p->m, o, h, sizeof h) < 0)
-			continue;
-		switch (s->ntype[i]) {
-		case HEAP_TABLE: table_edges(p, o); break;
-		case HEAP_LFUNC: case HEAP_CFUNC: closure_edges(p, o, h[8]); break;
-		case HEAP_UPVAL: upval_edges(p, o); break;
-		case HEAP_PROTO: proto_edges(p, o); break;
-		case HEAP_THREAD: thread_edges(p, o); break;
-		case HEAP_UDATA: udata_edges(p, o); break;
-		default: break;
-		}
-	}
-	for (size_t i = 0; i < s->nfn; i++)
-		s->fn[i].label = proto_label(p, s->fn[i].proto);
 }
 
 /* ---- one state ---------------------------------------------------------------- */
@@ -747,7 +737,6 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	p.s = s;
 	p.L = L;
 	ph_setup(&p);
-	heap_node(s, 0, HEAP_STRTAB, 0);   /* the graph's root */
 	uint8_t lb[256], gb[512];
 	if (l->L_size > (int)sizeof lb || mem_read(m, L, lb, (size_t)l->L_size) < 0)
 		return -LS_E_FAULT;
@@ -757,6 +746,8 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	p.mainthread = g64(gb, l->g_mainthread);
 	if (p.mainthread != L)
 		return -LS_E_GARBAGE;
+	heap_node(s, 0, HEAP_STRTAB, 0);   /* the graph's root */
+	root_edges(&p, lb, gb);
 	int ag = l->g_allgc;
 	if (l->minor == 1) {
 		s->vm_bytes = g64(gb, 120);
@@ -797,12 +788,22 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	}
 	s->not_walked = l->minor == 3 ? "upvalues no closure holds, the VM's small buffers"
 				      : "the VM's small buffers";
-	edge_pass(&p, lb, gb);
+	for (size_t i = 0; i < s->nfn; i++)
+		s->fn[i].label = proto_label(&p, s->fn[i].proto);
 	free(p.uv);
 	htab_free(&p.uvidx);
-	msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)L,
-		  (unsigned long long)s->objects, (unsigned long long)s->bad);
 	return 0;
+}
+
+struct walk_ctx {
+	struct vm *vm;
+	struct mem *m;
+};
+
+static int state_walk(void *ctx, uint64_t L, struct heap_state *s)
+{
+	struct walk_ctx *w = ctx;
+	return heap_state_walk(w->vm, w->m, L, s);
 }
 
 int puc_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, struct heap_state **out)
@@ -812,25 +813,6 @@ int puc_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, str
 		return -LS_E_NOTLUA;
 	if (vm->lay->minor == 2 && vm->lay->rel_hi == 0)
 		return -LS_E_UNSUPPORTED;   /* 5.2.0's global_State: not described (docs/heap.md) */
-	struct heap_state *s = calloc((size_t)vm->nstates, sizeof *s);
-	if (!s)
-		return -LS_E_NOMEM;
-	int n = 0;
-	for (int i = 0; i < vm->nstates; i++) {
-		heap_state_init(&s[n], vm->states[i]);
-		s[n].want_names = (flags & HEAP_WANT_NAMES) != 0;
-		int rc = heap_state_walk(vm, m, vm->states[i], &s[n]);
-		if (rc < 0) {
-			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)vm->states[i], err_text(rc));
-			heap_state_free(&s[n]);
-			continue;
-		}
-		n++;
-	}
-	if (n == 0) {
-		free(s);
-		return -LS_E_GARBAGE;
-	}
-	*out = s;
-	return n;
+	struct walk_ctx w = { vm, m };
+	return heap_walk_states(vm->states, vm->nstates, flags, state_walk, &w, out);
 }
