@@ -213,8 +213,9 @@ iterations() { if [ -n "${LUASPY_STRESS:-}" ]; then echo "$2"; else echo "$1"; f
 
 # A busy Lua script with a known shape: main chunk (line 5) -> outer ->
 # middle -> leaf, for SECONDS of CPU. It reads os.clock (a system call:
-# under load ptrace stops land there out of proportion, docs/sampling.md
-# §5.2) once per k calls of outer, k doubled until they take 0.1 s.
+# under load ptrace stops land there out of proportion,
+# docs/sampling.md §5.2) once per k calls of outer, k doubled until they
+# take 0.1 s.
 write_busy_lua() { # write_busy_lua FILE [SECONDS]
 	cat >"$1" <<LUA
 local function leaf(n) local s = 0 for i = 1, n do s = s + i * 7 + i * 13 end return s end

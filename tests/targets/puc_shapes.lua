@@ -1,7 +1,7 @@
 -- puc_shapes.lua SCENARIO [SECS]: stack shapes for tests/puc-shapes.test.
 -- Each scenario loops until SECS of CPU with work() innermost, reading
--- os.clock (a system call: under load ptrace stops land there, docs/
--- sampling.md §5.2) once per 0.1 s; line numbers are asserted: keep them.
+-- os.clock (a system call: under load ptrace stops land there,
+-- docs/sampling.md §5.2) once per 0.1 s; line numbers are asserted: keep them.
 local scen, secs, unpack = arg[1], tonumber(arg[2]) or 10, table.unpack or unpack
 local t0, k, c = os.clock(), 1, 0
 local function work(n)                       -- line 7
