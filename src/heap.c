@@ -380,6 +380,138 @@ static int bymt_cmp(const void *a, const void *b)
 	return x->mt < y->mt ? -1 : x->mt > y->mt;
 }
 
+/* Shortest paths from the root, breadth first, edges in order: PP[v]
+ * the parent, PE[v] the edge (NONE: unreached); QUEUE has room for nn. */
+static void shortest_paths(const struct heap_state *s, uint32_t *pp, uint32_t *pe, uint32_t *queue)
+{
+	size_t n = s->nn;
+	const uint32_t *ef = s->efirst;
+	for (size_t i = 0; i < n; i++)
+		pp[i] = pe[i] = NONE;
+	size_t qh = 0, qt = 0;
+	pp[0] = 0;
+	queue[qt++] = 0;
+	while (qh < qt) {
+		uint32_t v = queue[qh++];
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			uint32_t w = heap_edge_to(&s->e[k]);
+			if (pp[w] != NONE)
+				continue;
+			pp[w] = v;
+			pe[w] = k;
+			queue[qt++] = w;
+		}
+	}
+}
+
+/* Depth-first numbering from the root, iterative (STK, STKE: room for
+ * nn): DFN[v] (NONE on entry for all: unreached stays so), VERTEX in
+ * that order, PARENT in the tree. Returns how many were reached. */
+static uint32_t dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *vertex,
+			   uint32_t *parent, uint32_t *stk, uint32_t *stke)
+{
+	const uint32_t *ef = s->efirst;
+	uint32_t nd = 0;
+	size_t sp = 0;
+	dfn[0] = nd;
+	vertex[nd++] = 0;
+	parent[0] = NONE;
+	stk[sp] = 0;
+	stke[sp++] = ef[0];
+	while (sp > 0) {
+		uint32_t v = stk[sp - 1];
+		if (stke[sp - 1] >= ef[v + 1]) {
+			sp--;
+			continue;
+		}
+		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
+		if (dfn[w] != NONE)
+			continue;
+		dfn[w] = nd;
+		vertex[nd++] = w;
+		parent[w] = v;
+		stk[sp] = w;
+		stke[sp++] = ef[w];
+	}
+	return nd;
+}
+
+/* The largest retainers: objects (not the root) by retained size RET,
+ * over the ND reached ones in VERTEX, into s->top. */
+static void top_retainers(struct heap_state *s, const uint64_t *ret, const uint32_t *vertex, uint32_t nd)
+{
+	s->ntop = 0;
+	for (uint32_t i = 1; i < nd; i++) {
+		uint32_t w = vertex[i];
+		int m = s->ntop;
+		if (m == HEAP_TOP_RETAINERS && ret[s->top[m - 1]] >= ret[w])
+			continue;
+		int j = m < HEAP_TOP_RETAINERS ? m : HEAP_TOP_RETAINERS - 1;
+		while (j > 0 && ret[s->top[j - 1]] < ret[w]) {
+			s->top[j] = s->top[j - 1];
+			j--;
+		}
+		s->top[j] = w;
+		if (m < HEAP_TOP_RETAINERS)
+			s->ntop++;
+	}
+}
+
+/* Tables and userdata by metatable, into s->bymt: own bytes summed per metatable;
+ * MIX numbers the metatables met (few: one per class), their sums in
+ * a small array */
+static void by_metatable(struct heap_state *s)
+{
+	size_t n = s->nn;
+	const uint32_t *ef = s->efirst;
+	uint32_t *mix = malloc(n * sizeof *mix);
+	struct heap_bymt *mt = NULL;
+	size_t nmt = 0, capmt = 0;
+	int ok = mix != NULL;
+	for (size_t i = 0; ok && i < n; i++)
+		mix[i] = NONE;
+	for (size_t v = 1; ok && v < n; v++)
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			if (heap_edge_name(&s->e[k]) != heap_metatable_edge)
+				continue;
+			uint32_t m = heap_edge_to(&s->e[k]);
+			if (mix[m] == NONE) {
+				if (array_grow(&mt, &capmt, nmt + 1, sizeof *mt) < 0) {
+					ok = 0;
+					break;
+				}
+				mt[nmt] = (struct heap_bymt){ m, 0, 0, 0 };
+				mix[m] = (uint32_t)nmt++;
+			}
+			struct heap_bymt *b = &mt[mix[m]];
+			b->bytes += s->nself[v];
+			if (s->ntype[v] == HEAP_UDATA)
+				b->udata++;
+			else
+				b->tables++;
+			break;
+		}
+	/* in node order, as ties were always broken */
+	if (ok)
+		qsort(mt, nmt, sizeof *mt, bymt_cmp);
+	s->nbymt = 0;
+	for (size_t i = 0; ok && i < nmt; i++) {
+		int c = s->nbymt;
+		if (c == HEAP_TOP && s->bymt[c - 1].bytes >= mt[i].bytes)
+			continue;
+		int j = c < HEAP_TOP ? c : HEAP_TOP - 1;
+		while (j > 0 && s->bymt[j - 1].bytes < mt[i].bytes) {
+			s->bymt[j] = s->bymt[j - 1];
+			j--;
+		}
+		s->bymt[j] = mt[i];
+		if (c < HEAP_TOP)
+			s->nbymt++;
+	}
+	free(mix);
+	free(mt);
+}
+
 int heap_graph_finish(struct heap_state *s)
 {
 	if (s->nn == 0 || s->nn > NONE - 1) {
@@ -413,23 +545,7 @@ int heap_graph_finish(struct heap_state *s)
 		s->graph_cut = "out of memory";
 		goto out;
 	}
-	/* shortest paths: breadth first from the root, edges in order */
-	for (size_t i = 0; i < n; i++)
-		pp[i] = pe[i] = NONE;
-	size_t qh = 0, qt = 0;
-	pp[0] = 0;
-	queue[qt++] = 0;
-	while (qh < qt) {
-		uint32_t v = queue[qh++];
-		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
-			uint32_t w = heap_edge_to(&s->e[k]);
-			if (pp[w] != NONE)
-				continue;
-			pp[w] = v;
-			pe[w] = k;
-			queue[qt++] = w;
-		}
-	}
+	shortest_paths(s, pp, pe, queue);
 	/* depth-first numbering, iterative */
 	for (size_t i = 0; i < n; i++) {
 		dfn[i] = NONE;
@@ -438,28 +554,7 @@ int heap_graph_finish(struct heap_state *s)
 		idom[i] = NONE;
 		label[i] = (uint32_t)i;
 	}
-	uint32_t nd = 0;
-	size_t sp = 0;
-	dfn[0] = nd;
-	vertex[nd++] = 0;
-	parent[0] = NONE;
-	stk[sp] = 0;
-	stke[sp++] = ef[0];
-	while (sp > 0) {
-		uint32_t v = stk[sp - 1];
-		if (stke[sp - 1] >= ef[v + 1]) {
-			sp--;
-			continue;
-		}
-		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
-		if (dfn[w] != NONE)
-			continue;
-		dfn[w] = nd;
-		vertex[nd++] = w;
-		parent[w] = v;
-		stk[sp] = w;
-		stke[sp++] = ef[w];
-	}
+	uint32_t nd = dfs_number(s, dfn, vertex, parent, stk, stke);
 	/* predecessors of reached nodes (CSR) */
 	for (size_t v = 0; v < n; v++)
 		if (dfn[v] != NONE)
@@ -525,76 +620,11 @@ int heap_graph_finish(struct heap_state *s)
 			s->unreached_bytes += s->nself[i];
 			ret[i] = 0;
 		}
-	/* the largest retainers: objects (not the root) by retained size */
-	s->ntop = 0;
-	for (uint32_t i = 1; i < nd; i++) {
-		uint32_t w = vertex[i];
-		int m = s->ntop;
-		if (m == HEAP_TOP_RETAINERS && ret[s->top[m - 1]] >= ret[w])
-			continue;
-		int j = m < HEAP_TOP_RETAINERS ? m : HEAP_TOP_RETAINERS - 1;
-		while (j > 0 && ret[s->top[j - 1]] < ret[w]) {
-			s->top[j] = s->top[j - 1];
-			j--;
-		}
-		s->top[j] = w;
-		if (m < HEAP_TOP_RETAINERS)
-			s->ntop++;
-	}
+	top_retainers(s, ret, vertex, nd);
 	free(vertex);
 	free(semi);
 	vertex = semi = NULL;
-	/* tables and userdata by metatable: own bytes summed per metatable;
-	 * MIX numbers the metatables met (few: one per class), their sums in
-	 * a small array */
-	{
-		uint32_t *mix = malloc(n * sizeof *mix);
-		struct heap_bymt *mt = NULL;
-		size_t nmt = 0, capmt = 0;
-		int ok = mix != NULL;
-		for (size_t i = 0; ok && i < n; i++)
-			mix[i] = NONE;
-		for (size_t v = 1; ok && v < n; v++)
-			for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
-				if (heap_edge_name(&s->e[k]) != heap_metatable_edge)
-					continue;
-				uint32_t m = heap_edge_to(&s->e[k]);
-				if (mix[m] == NONE) {
-					if (array_grow(&mt, &capmt, nmt + 1, sizeof *mt) < 0) {
-						ok = 0;
-						break;
-					}
-					mt[nmt] = (struct heap_bymt){ m, 0, 0, 0 };
-					mix[m] = (uint32_t)nmt++;
-				}
-				struct heap_bymt *b = &mt[mix[m]];
-				b->bytes += s->nself[v];
-				if (s->ntype[v] == HEAP_UDATA)
-					b->udata++;
-				else
-					b->tables++;
-				break;
-			}
-		/* in node order, as ties were always broken */
-		if (ok)
-			qsort(mt, nmt, sizeof *mt, bymt_cmp);
-		s->nbymt = 0;
-		for (size_t i = 0; ok && i < nmt; i++) {
-			int c = s->nbymt;
-			if (c == HEAP_TOP && s->bymt[c - 1].bytes >= mt[i].bytes)
-				continue;
-			int j = c < HEAP_TOP ? c : HEAP_TOP - 1;
-			while (j > 0 && s->bymt[j - 1].bytes < mt[i].bytes) {
-				s->bymt[j] = s->bymt[j - 1];
-				j--;
-			}
-			s->bymt[j] = mt[i];
-			if (c < HEAP_TOP)
-				s->nbymt++;
-		}
-		free(mix);
-		free(mt);
-	}
+	by_metatable(s);
 	s->pparent = pp;
 	s->pedge = pe;
 	s->idom = idom;
