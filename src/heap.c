@@ -492,7 +492,7 @@ static void by_metatable(struct heap_state *s)
 			break;
 		}
 	/* in node order, as ties were always broken */
-	if (ok)
+	if (ok && nmt)   /* (none: MT is NULL, which qsort must not get) */
 		qsort(mt, nmt, sizeof *mt, bymt_cmp);
 	s->nbymt = 0;
 	for (size_t i = 0; ok && i < nmt; i++) {
@@ -901,7 +901,8 @@ static int diff_print(FILE *f, const char *old, struct pathtab *t, uint64_t bad)
 	int64_t noise = (int64_t)(total / 1000);
 	if (noise < 4096)
 		noise = 4096;
-	qsort(t->e, t->n, sizeof *t->e, ps_cmp);
+	if (t->n)   /* (none: E may be NULL, which qsort must not get) */
+		qsort(t->e, t->n, sizeof *t->e, ps_cmp);
 	/* the index is stale once sorted: nothing looks up T after this */
 	htab_clear(&t->idx);
 	fprintf(f, "Growth since %s: own bytes and objects by path (integer keys as [*]);\n"
