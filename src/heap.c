@@ -187,6 +187,17 @@ int64_t heap_object(struct heap_state *s, uint64_t addr, int type, uint64_t byte
 	return heap_node(s, addr, type, bytes);
 }
 
+int heap_object_begin(struct heap_state *s, uint64_t addr, int type, uint64_t bytes, int64_t *ni)
+{
+	int64_t i = heap_object(s, addr, type, bytes);
+	if (ni)
+		*ni = i;
+	if (i < 0)
+		return 0;
+	heap_edges_begin(s, (uint32_t)i);
+	return 1;
+}
+
 void heap_node_name(struct heap_state *s, int64_t i, const char *name)
 {
 	if (!s->want_names || i < 0 || (size_t)i >= s->nn)

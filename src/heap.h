@@ -227,6 +227,10 @@ int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 /* heap_add and heap_node together: count object ADDR of TYPE and BYTES
  * and make it a node. Returns the node's index, or -1 (cut). */
 int64_t heap_object(struct heap_state *s, uint64_t addr, int type, uint64_t bytes);
+/* heap_object, then heap_edges_begin for it: *NI (may be NULL) gets the
+ * index or -1. 1 when the object's references follow, 0 when the graph
+ * is cut. */
+int heap_object_begin(struct heap_state *s, uint64_t addr, int type, uint64_t bytes, int64_t *ni);
 /* With S->want_names: name node I (NAME interned or static). */
 void heap_node_name(struct heap_state *s, int64_t i, const char *name);
 /* Index of the node at ADDR, or -1 (and always -1 before

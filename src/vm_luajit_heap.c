@@ -91,18 +91,6 @@ static void proto_edges(struct lh *h, uint64_t o, int64_t ni);
 static void thread_edges(struct lh *h, uint64_t L);
 static void udata_edges(struct lh *h, uint64_t o);
 
-/* Count object O of TYPE and BYTES and make it a node; 1 when its
- * references follow (heap_edges_begin done), 0 when the graph is cut. */
-static int lh_add(struct lh *h, uint64_t o, int type, uint64_t bytes, int64_t *ni)
-{
-	int64_t i = heap_object(h->s, o, type, bytes);
-	if (ni)
-		*ni = i;
-	if (i < 0)
-		return 0;
-	heap_edges_begin(h->s, (uint32_t)i);
-	return 1;
-}
 
 static void add_string(struct lh *h, uint64_t o)
 {
@@ -118,7 +106,7 @@ static void add_string(struct lh *h, uint64_t o)
 	}
 	uint64_t bytes = h->lay->str_data + len + 1;   /* lj_str_size */
 	int64_t ni;
-	lh_add(h, o, HEAP_STRING, bytes, &ni);
+	heap_object_begin(h->s, o, HEAP_STRING, bytes, &ni);
 	if (h->s->want_names) {
 		char nb[40];
 		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
@@ -144,7 +132,7 @@ static void add_open_uv(struct lh *h, uint64_t L)
 			h->s->bad++;
 			return;
 		}
-		lh_add(h, uv, HEAP_UPVAL, h->gr == 8 ? 48 : 24, NULL);   /* open: no references */
+		heap_object_begin(h->s, uv, HEAP_UPVAL, h->gr == 8 ? 48 : 24, NULL);   /* open: no references */
 		if (lj_read_ref(h->ol, h->m, uv, &uv) < 0)
 			return;
 	}
@@ -160,7 +148,7 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 		add_string(h, o);
 		break;
 	case LJ_GCT_UPVAL:
-		if (lh_add(h, o, HEAP_UPVAL, gc64 ? 48 : 24, NULL))
+		if (heap_object_begin(h->s, o, HEAP_UPVAL, gc64 ? 48 : 24, NULL))
 			upval_edges(h, b);
 		break;
 	case LJ_GCT_THREAD: {
@@ -170,14 +158,14 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 			break;
 		}
 		/* the main thread's lua_State is part of GG_State (not walked) */
-		if (lh_add(h, o, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss, NULL))
+		if (heap_object_begin(h->s, o, HEAP_THREAD, (o == h->mainth ? 0 : h->lay->sizeof_L) + 8ull * ss, NULL))
 			thread_edges(h, o);
 		add_open_uv(h, o);
 		break;
 	}
 	case LJ_GCT_PROTO: {
 		int64_t ni;
-		if (lh_add(h, o, HEAP_PROTO, rdu32(b, ol->pt_sizept), &ni))
+		if (heap_object_begin(h->s, o, HEAP_PROTO, rdu32(b, ol->pt_sizept), &ni))
 			proto_edges(h, o, ni);
 		break;
 	}
@@ -186,18 +174,18 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 		int64_t ni;
 		int more;
 		if (b[ol->fn_ffid] == 0)   /* sizeLfunc */
-			more = lh_add(h, o, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup, &ni);
+			more = heap_object_begin(h->s, o, HEAP_LFUNC, gc64 ? 40u + 8u * nup : 20u + 4u * nup, &ni);
 		else                       /* sizeCfunc */
-			more = lh_add(h, o, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup, &ni);
+			more = heap_object_begin(h->s, o, HEAP_CFUNC, gc64 ? 48u + 8u * nup : 32u + 8u * nup, &ni);
 		if (more)
 			func_edges(h, o, ni);
 		break;
 	}
 	case LJ_GCT_TRACE:
-		lh_add(h, o, HEAP_TRACE, 0, NULL);
+		heap_object_begin(h->s, o, HEAP_TRACE, 0, NULL);
 		break;
 	case LJ_GCT_CDATA:
-		lh_add(h, o, HEAP_CDATA, gc64 ? 16 : 8, NULL);
+		heap_object_begin(h->s, o, HEAP_CDATA, gc64 ? 16 : 8, NULL);
 		break;
 	case LJ_GCT_TAB: {
 		uint32_t a, nn;
@@ -207,13 +195,13 @@ static void add_object(struct lh *h, uint64_t o, const uint8_t *b)
 			break;
 		}
 		heap_table(s, o, self, a, nn);
-		if (lh_add(h, o, HEAP_TABLE, self, NULL))
+		if (heap_object_begin(h->s, o, HEAP_TABLE, self, NULL))
 			table_edges(h, b, a, nn);
 		break;
 	}
 	case LJ_GCT_UDATA: {
 		uint64_t len = rdu32(b, gc64 ? 24 : 12);
-		if (lh_add(h, o, HEAP_UDATA, (gc64 ? 48 : 24) + len, NULL))   /* sizeudata */
+		if (heap_object_begin(h->s, o, HEAP_UDATA, (gc64 ? 48 : 24) + len, NULL))   /* sizeudata */
 			udata_edges(h, o);
 		break;
 	}

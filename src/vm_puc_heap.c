@@ -81,18 +81,6 @@ static void proto_edges(struct ph *p, uint64_t o, int64_t ni);
 static void thread_edges(struct ph *p, uint64_t L, const uint8_t *lb);
 static void udata_edges(struct ph *p, uint64_t o);
 
-/* Count object O of TYPE and BYTES and make it a node; 1 when its
- * references follow (heap_edges_begin done), 0 when the graph is cut. */
-static int ph_add(struct ph *p, uint64_t o, int type, uint64_t bytes, int64_t *ni)
-{
-	int64_t i = heap_object(p->s, o, type, bytes);
-	if (ni)
-		*ni = i;
-	if (i < 0)
-		return 0;
-	heap_edges_begin(p->s, (uint32_t)i);
-	return 1;
-}
 
 /* Bytes of the TString at O with header H (ts_data bytes); *LEN its length. */
 static int str_size(struct ph *p, const uint8_t *h, uint64_t *len, uint64_t *bytes)
@@ -116,7 +104,7 @@ static void add_string(struct ph *p, uint64_t o, const uint8_t *h)
 		return;
 	}
 	int64_t ni;
-	ph_add(p, o, HEAP_STRING, bytes, &ni);
+	heap_object_begin(p->s, o, HEAP_STRING, bytes, &ni);
 	if (p->s->want_names) {
 		char nb[40];
 		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
@@ -175,7 +163,7 @@ static void add_table(struct ph *p, uint64_t o)
 	uint64_t bytes = (uint64_t)p->sizeof_table + (uint64_t)asize * 16 +
 			 (uint64_t)nnode * (uint64_t)p->lay->node_size;
 	heap_table(p->s, o, bytes, asize, nnode);
-	if (ph_add(p, o, HEAP_TABLE, bytes, NULL))
+	if (heap_object_begin(p->s, o, HEAP_TABLE, bytes, NULL))
 		table_edges(p, h, asize, nnode, node);
 }
 
@@ -215,11 +203,11 @@ static void add_closure(struct ph *p, uint64_t o, unsigned tt)
 	int isC = l->minor == 1 ? h[l->cl_isC] != 0 : tt == l->gct_ccl;
 	int64_t ni;
 	if (isC) {
-		if (ph_add(p, o, HEAP_CFUNC, (uint64_t)l->ccl_upvalue + 16u * nup, &ni))
+		if (heap_object_begin(p->s, o, HEAP_CFUNC, (uint64_t)l->ccl_upvalue + 16u * nup, &ni))
 			closure_edges(p, o, tt, ni);
 		return;
 	}
-	if (ph_add(p, o, HEAP_LFUNC, (uint64_t)l->lcl_p + 8 + 8u * nup, &ni))
+	if (heap_object_begin(p->s, o, HEAP_LFUNC, (uint64_t)l->lcl_p + 8 + 8u * nup, &ni))
 		closure_edges(p, o, tt, ni);
 	if (!p->tt_uv && nup) {
 		uint64_t uv[256];
@@ -250,7 +238,7 @@ static void add_proto(struct ph *p, uint64_t o)
 		     8ull * (uint64_t)nabs + 16ull * (uint64_t)nloc +
 		     (uint64_t)l->upval_stride * (uint64_t)nup;
 	int64_t ni;
-	if (ph_add(p, o, HEAP_PROTO, b, &ni))
+	if (heap_object_begin(p->s, o, HEAP_PROTO, b, &ni))
 		proto_edges(p, o, ni);
 }
 
@@ -272,7 +260,7 @@ static void add_udata(struct ph *p, uint64_t o)
 	} else {
 		b = 40 + len;
 	}
-	if (ph_add(p, o, HEAP_UDATA, b, NULL))
+	if (heap_object_begin(p->s, o, HEAP_UDATA, b, NULL))
 		udata_edges(p, o);
 }
 
@@ -316,7 +304,7 @@ static void add_thread(struct ph *p, uint64_t L)
 		}
 	}
 	uint64_t self = L == p->mainthread ? (uint64_t)l->lg_size : (uint64_t)(l->lx_l + l->L_size);
-	if (ph_add(p, L, HEAP_THREAD, self + slots * 16 + ci_bytes, NULL))
+	if (heap_object_begin(p->s, L, HEAP_THREAD, self + slots * 16 + ci_bytes, NULL))
 		thread_edges(p, L, lb);
 	/* 5.1, 5.2: open upvalues hang off the thread (openupval), not allgc */
 	if (l->minor <= 2) {
@@ -327,7 +315,7 @@ static void add_thread(struct ph *p, uint64_t L)
 				p->s->bad++;
 				break;
 			}
-			ph_add(p, uv, HEAP_UPVAL, 40, NULL);   /* open: no references */
+			heap_object_begin(p->s, uv, HEAP_UPVAL, 40, NULL);   /* open: no references */
 			uv = g64(h, 0);
 		}
 	}
@@ -355,7 +343,7 @@ static int add_object(struct ph *p, uint64_t o, unsigned tt)
 	} else if (tt == p->tt_proto) {
 		add_proto(p, o);
 	} else if (p->tt_uv && tt == p->tt_uv) {
-		if (ph_add(p, o, HEAP_UPVAL, 40, NULL))
+		if (heap_object_begin(p->s, o, HEAP_UPVAL, 40, NULL))
 			upval_edges(p, o);
 	} else {
 		p->s->bad++;
