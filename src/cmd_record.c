@@ -739,9 +739,13 @@ upload:
 	 * walked after the release): say what helps */
 	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
 	if (!o->blocking && !o->nonblocking && torn * 10 > st->samples + st->errors && torn >= 10)
-		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); "
-			  "--blocking walks while the thread is stopped",
-			  (unsigned long long)torn, (unsigned long long)(st->samples + st->errors));
+		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); %s",
+			  (unsigned long long)torn, (unsigned long long)(st->samples + st->errors),
+			  session_sampler_perf(s)
+			  ? "the perf sampler reads the heap after the sample, so the kept samples favour "
+			    "code that runs long between coroutine switches; --sampler ptrace --blocking "
+			    "walks while the thread is stopped"
+			  : "--blocking walks while the thread is stopped");
 	if (o->stats)
 		session_print_stats(s, stderr);
 	if (wrc < 0)

@@ -661,6 +661,7 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 
 const struct session_stats *session_stats(const struct session *s) { return &s->st; }
 const char *session_runtime(const struct session *s) { return s->fl.runtime; }
+int session_sampler_perf(const struct session *s) { return s->perf; }
 pid_t session_pid(const struct session *s) { return s->fl.n ? s->fl.tg[0].pid : 0; }
 
 const char *session_cmdline(const struct session *s)

@@ -58,6 +58,9 @@ int session_run(struct session *s, struct profile *p, uint64_t tick_ns,
 const struct session_stats *session_stats(const struct session *s);
 /* "LuaJIT 2.1 ..." of the first target, or NULL. */
 const char *session_runtime(const struct session *s);
+/* 1 when samples come from perf events (--sampler perf, or auto that
+ * found them usable), 0 when from ptrace stops. */
+int session_sampler_perf(const struct session *s);
 /* Command line of the main target. */
 const char *session_cmdline(const struct session *s);
 pid_t session_pid(const struct session *s);
