@@ -27,7 +27,8 @@ enum {
 	OPT_PERF_MAP_APPEND,
 	OPT_PERF_MAP,
 	OPT_PGREP, OPT_PGREP_FULL,
-	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT
+	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT,
+	OPT_COROUTINES
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -173,6 +174,10 @@ static const struct cli_option {
 	  "grew between each two, by type and by path" },
 	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
 	  "snapshots --interval takes (default 2, at most 1000)" },
+	/* record --coroutines (merge_coroutine_root, docs/coroutines.md) */
+	{ "coroutines", 0, OPT_COROUTINES, NULL, R, GRP_OUTPUT,
+	  "add a root frame per Lua coroutine: main, or coroutine\n"
+	  "0x... and its body function (inside -t's thread root)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -459,6 +464,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 			return usage_error("invalid count '%s': expected 2 to 1000 snapshots", arg);
 		o->heap_count = (int)v;
 		break;
+	case OPT_COROUTINES: o->coroutines = 1; break;
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;
 	case OPT_IGNORE: o->ignore = arg; break;

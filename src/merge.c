@@ -7,6 +7,7 @@
 #include "intern.h"
 #include "merge.h"
 #include "proc_maps.h"
+#include "vm.h"
 
 void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct frame *out)
 {
@@ -210,6 +211,24 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 	}
 	merge_elide(out);
 	return out->n;
+}
+
+void merge_coroutine_root(const struct walk_info *info, struct frame *out)
+{
+	memset(out, 0, sizeof *out);
+	out->kind = FRAME_ROOT;
+	const struct frame *b = &info->coro_body;
+	unsigned long long a = (unsigned long long)info->coro;
+	if (!info->coro)
+		out->name = intern("[no Lua]");
+	else if (info->coro_main)
+		out->name = intern("main");
+	else if (b->kind != FRAME_LUA || !b->name)
+		out->name = internf("coroutine 0x%llx", a);
+	else if (b->file && b->firstline > 0 && strncmp(b->name, "function <", 10) != 0)
+		out->name = internf("coroutine 0x%llx %s (%s:%d)", a, b->name, b->file, (int)b->firstline);
+	else
+		out->name = internf("coroutine 0x%llx %s", a, b->name);
 }
 
 /* ---- struct lua_walk ---- */

@@ -90,4 +90,16 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 int merge_stacks(struct symtab *s, const struct native_stack *ns,
 		 const struct lua_walk *w, struct stack *out);
 
+struct walk_info;
+/* record --coroutines: the root frame (FRAME_ROOT) into OUT for the Lua
+ * thread a sample ran in, from the walk's INFO (vm.h: coro, coro_main,
+ * coro_body): "main" for a state's main thread, "coroutine 0xADDR BODY"
+ * for a coroutine, BODY as dump --all-coroutines names it without
+ * variables: "function <w.lua:2>", or "worker (w.lua:2)" when the frame
+ * has a name; "coroutine 0xADDR" when the walk did not reach its body;
+ * "[no Lua]" when the sample had no Lua frame. The name is made from
+ * this sample's address and body every time (nothing cached: an address
+ * a new coroutine reuses gets its own body's name). docs/coroutines.md. */
+void merge_coroutine_root(const struct walk_info *info, struct frame *out);
+
 #endif

@@ -321,6 +321,10 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 	}
 	struct frame r = { 0 };
 	r.kind = FRAME_ROOT;
+	if (s->o.coroutines) { /* inside the thread's root (docs/coroutines.md) */
+		merge_coroutine_root(info, &r);
+		stack_push(st, &r);
+	}
 	if (s->o.threads) {
 		r.name = internf("thread %d \"%s\"", (int)tid, tname);
 		stack_push(st, &r);

@@ -94,6 +94,16 @@ struct walk_info {
 	int trace;                      /* JIT trace number running, 0 = none */
 	int lua_frames;                 /* Lua frames emitted (0: thread not in Lua) */
 	unsigned discover;              /* VM_DISC_* wanted after the release */
+	/* record --coroutines (merge_coroutine_root, docs/coroutines.md):
+	 * the Lua thread (lua_State) the innermost Lua frame ran in */
+	uint64_t coro;                  /* its address, 0 = not known (no Lua frame) */
+	int coro_main;                  /* 1: a state's main thread (LuaJIT: the
+	                                 * lua_State in GG_State, lj_state.c; PUC:
+	                                 * G(L)->mainthread) */
+	struct frame coro_body;         /* its outermost Lua frame walked, the body
+	                                 * function when the walk reached the
+	                                 * thread's bottom (kind FRAME_LUA), else
+	                                 * kind 0 */
 };
 
 struct vm;

@@ -2230,6 +2230,26 @@ static int append_segment(struct wctx *w, int i, const struct frame *fb, int n)
 	return rc;
 }
 
+/* record --coroutines (vm.h: walk_info.coro): the thread the innermost
+ * Lua frames ran in is the first L with frames; each of its segments
+ * moves its body (the outermost Lua frame of FB[0..N)) down, kept when
+ * the walk reached L's bottom (BOTTOM). The main thread is the
+ * lua_State just below global_State G in GG_State (lj_state.c). */
+static void note_coro(struct walk_info *info, const struct ctx *c, uint64_t L, uint64_t g,
+		      const struct frame *fb, int n, int bottom)
+{
+	if (n <= 0 || (info->coro && info->coro != L))
+		return;
+	info->coro = L;
+	info->coro_main = g && L == g - c->l->sizeof_L;
+	memset(&info->coro_body, 0, sizeof info->coro_body);
+	for (int j = n - 1; bottom && j >= 0; j--)
+		if (fb[j].kind == FRAME_LUA) {
+			info->coro_body = fb[j];
+			break;
+		}
+}
+
 /* The Lua frames of VM native frame I: its cframe, the thread it runs,
  * that thread's top frame when it is new in this walk, then its frames
  * down to the frame that consumed the cframe, as one segment. 0 or
@@ -2311,6 +2331,7 @@ static int walk_vm_frame(struct wctx *w, int i)
 	}
 	if ((rc = append_segment(w, i, w->fb.f, n)) < 0)
 		return rc;
+	note_coro(w->info, c, L, g, w->fb.f, n, w->sw.bottom);
 	if (w->innermost) {
 		struct lj_tidbuf *tb = tidbuf_get(c->vm, w->ts->tid, 0);
 		if (tb)
@@ -2366,6 +2387,7 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 		if (n > 0) {
 			int rc2 = append_segment(&w, 0, w.fb.f, n);
 			rc = rc < 0 ? rc : rc2;
+			note_coro(info, c, w.s->cur_L, w.s->g, w.fb.f, n, rc == 0);
 		}
 	}
 	for (int i = w.first_vm; rc == 0 && ts->native.n > 0 && i >= 0 && i < w.ns->n &&

@@ -892,6 +892,26 @@ static void walk_leaf_line(struct wctx *c)
 		c->sf[0].line = line;   /* sf[0] is raw[0]'s frame */
 }
 
+/* record --coroutines (vm.h: walk_info.coro): the innermost state's
+ * thread is raw[0].L, its frames run up to the first raw frame marked
+ * last (puc_read_chain reads a chain down to base_ci: its bottom); the
+ * body is the outermost Lua one; a main thread is one of vm->states
+ * (G(L)->mainthread, lstate.c). */
+static void walk_coro(const struct wctx *c, struct walk_info *info)
+{
+	const struct vm *vm = c->vm;
+	uint64_t L = vm->raw[0].L;
+	info->coro = L;
+	for (int k = 0; k < vm->nstates; k++)
+		info->coro_main |= vm->states[k] == L;
+	for (int i = 0; i < c->n && vm->raw[i].L == L; i++) {
+		if (vm->raw[i].lua)
+			info->coro_body = c->w[i].fr;
+		if (vm->raw[i].last)
+			break;
+	}
+}
+
 int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct lua_walk *lw,
 		 struct walk_info *info)
 {
@@ -926,6 +946,7 @@ int puc_walk_raw(struct vm *vm, struct target *t, struct thread_snap *ts, struct
 		for (int i = 0; i < c.n;)
 			i = place_state(&c, i);
 		walk_leaf_line(&c);
+		walk_coro(&c, info);
 		rc = ts->after && t->sym && vm_frames_unexplained(&c) ? -LS_E_TORN :
 		     emit_walk(lw, c.sf, c.segs, c.nsegs);
 		info->lua_frames = nlua;
