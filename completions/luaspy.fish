@@ -39,6 +39,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from record" -l tag -x -d 'a label
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-header -x -d 'an HTTP header for --upload'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l perf-map -d 'keep /tmp/perf-PID.map updated with LuaJIT traces'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l perf-map-append -d 'add to an existing map'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l coroutines -d 'a root frame per Lua coroutine'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
 # heap
