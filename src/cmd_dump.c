@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "cmd_dump_core.h"
 #include "err.h"
+#include "fiber_tarantool.h"
 #include "msg.h"
 #include "out_dump.h"
 #include "pgrep.h"
@@ -66,6 +67,8 @@ struct coro_arg {
 	struct target *t;
 	size_t locals_length;
 	struct dump_vars *dv;      /* --locals: each coroutine's variables, else NULL */
+	const struct fiber_list *fl; /* Tarantool's fibers, or NULL (docs/coroutines.md §2) */
+	char *fl_met;              /* per fiber of FL: its coroutine was listed */
 };
 
 /* The body function of a coroutine: its outermost Lua frame, as
@@ -101,6 +104,16 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 	char buf[1024], body[512];
 	const char *bname = coroutine_body(st, ca->names, body, sizeof body);
 	int cur = 0;
+	/* a Tarantool fiber's coroutine: the fiber's state; another one the
+	 * VM calls running is not while the cord runs no Lua (the event
+	 * loop's epoll_wait: g->cur_L is left as it was) */
+	const struct fiber_info *fi = ca->fl ? fiber_list_find(ca->fl, addr) : NULL;
+	if (fi) {
+		status = fi->state;
+		ca->fl_met[fi - ca->fl->f] = 1;
+	} else if (ca->fl && ca->fl->running && !strcmp(status, "running")) {
+		status = "normal";
+	}
 	if (ca->dv) {
 		dump_vars_clear(ca->dv);
 		ca->t->vm_ops->locals(ca->t->vm, ca->t, NULL, ca->locals_length, dump_vars_add, ca->dv);
@@ -109,6 +122,11 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 		fprintf(ca->f, "%s{\"addr\":\"0x%llx\",\"status\":", ca->count ? "," : "",
 			(unsigned long long)addr);
 		out_put_json(ca->f, status);
+		if (fi) {
+			fprintf(ca->f, ",\"fiber\":{\"id\":%u,\"name\":", fi->fid);
+			out_put_json(ca->f, fi->name);
+			fputc('}', ca->f);
+		}
 		if (bname) {
 			fputs(",\"body\":", ca->f);
 			out_put_json(ca->f, bname);
@@ -139,9 +157,12 @@ static void print_coroutine(void *arg, uint64_t addr, const char *status, const 
 		fputs("]}", ca->f);
 	} else {
 		if (bname)
-			fprintf(ca->f, "Coroutine 0x%llx %s (%s)\n", (unsigned long long)addr, bname, status);
+			fprintf(ca->f, "Coroutine 0x%llx %s (%s)", (unsigned long long)addr, bname, status);
 		else
-			fprintf(ca->f, "Coroutine 0x%llx (%s)\n", (unsigned long long)addr, status);
+			fprintf(ca->f, "Coroutine 0x%llx (%s)", (unsigned long long)addr, status);
+		if (fi)
+			fprintf(ca->f, " fiber %u \"%s\"", fi->fid, fi->name);
+		fputc('\n', ca->f);
 		if (err < 0)
 			fprintf(ca->f, "    <error: %s>\n", err_text(err));
 		for (int i = 0; i < st->n; i++) {
@@ -205,6 +226,53 @@ static void dump_release(struct dump_hold *h, int nth, int core)
 			ptrace_release(&h->stops[i]);
 }
 
+/* --all-coroutines of Tarantool: every live fiber of the main cord (FL),
+ * its id, name, state and coroutine (MET: listed above), then what the
+ * cord runs when no Lua fiber runs; text "Fiber 103 "alpha" (suspended)
+ * coroutine 0x...", JSON "fibers":[{"id","name","state","coroutine"}],
+ * "fiber_running", "fibers_cut". */
+static void dump_fibers(FILE *f, int json, const struct fiber_list *fl, const char *met)
+{
+	if (json) {
+		fputs(",\"fibers\":[", f);
+		for (int i = 0; i < fl->n; i++) {
+			const struct fiber_info *fi = &fl->f[i];
+			fprintf(f, "%s{\"id\":%u,\"name\":", i ? "," : "", fi->fid);
+			out_put_json(f, fi->name);
+			fprintf(f, ",\"state\":\"%s\"", fi->state);
+			if (fi->L)
+				fprintf(f, ",\"coroutine\":\"0x%llx\"", (unsigned long long)fi->L);
+			if (fi->L && !met[i])
+				fputs(",\"coroutine_listed\":false", f);
+			fputc('}', f);
+		}
+		fputc(']', f);
+		if (fl->running) {
+			fputs(",\"fiber_running\":", f);
+			out_put_json(f, fl->running);
+		}
+		if (fl->cut) {
+			fputs(",\"fibers_cut\":", f);
+			out_put_json(f, fl->cut);
+		}
+		return;
+	}
+	fprintf(f, "\nFibers (%s, main cord): %d%s%s\n", fl->layout, fl->n,
+		fl->running ? ", running: " : "", fl->running ? fl->running : "");
+	for (int i = 0; i < fl->n; i++) {
+		const struct fiber_info *fi = &fl->f[i];
+		fprintf(f, "Fiber %u \"%s\" (%s)", fi->fid, fi->name, fi->state);
+		if (fi->L)
+			fprintf(f, " coroutine 0x%llx%s", (unsigned long long)fi->L,
+				met[i] ? "" : " (not met on the VM's lists)");
+		else
+			fputs(" (no Lua)", f);
+		fputc('\n', f);
+	}
+	if (fl->cut)
+		fprintf(f, "<fiber list cut: %s>\n", fl->cut);
+}
+
 /* --all-coroutines: list the coroutines of T while the threads are held
  * (H), say where a bound cut the list. */
 static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t, struct dump_hold *h,
@@ -212,7 +280,17 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 {
 	struct dump_vars dv = { 0 };
 	struct coro_arg ca = { f, o->json, 0, bn, t, o->locals_length,
-			       o->locals && t->vm_ops->locals ? &dv : NULL };
+			       o->locals && t->vm_ops->locals ? &dv : NULL, NULL, NULL };
+	struct fiber_list fl;
+	char why[256] = "";
+	int nfib = !strcmp(t->vm_ops->family, "luajit") ? fiber_tarantool_list(t, &fl, why, sizeof why)
+							 : -LS_E_NOTLUA;
+	if (nfib == -LS_E_UNSUPPORTED)
+		msg_error("pid %d: Tarantool fibers not listed: %s", (int)o->pid, why);
+	else if (nfib < 0 && nfib != -LS_E_NOTLUA)
+		msg_debug(1, "pid %d: Tarantool fibers: %s", (int)o->pid, err_text(nfib));
+	if (nfib >= 0 && (ca.fl_met = calloc((size_t)fl.n + 1, 1)))
+		ca.fl = &fl;
 	if (o->json)
 		fputs(",\"coroutines\":[", f);
 	else
@@ -228,6 +306,11 @@ static void dump_coroutines(FILE *f, const struct cli_opts *o, struct target *t,
 	} else if (n >= 0 && cut) {
 		fprintf(f, "<coroutine list cut: %s>\n", cut);
 	}
+	if (ca.fl)
+		dump_fibers(f, o->json, &fl, ca.fl_met);
+	if (nfib >= 0)
+		fiber_list_free(&fl);
+	free(ca.fl_met);
 	dump_vars_clear(&dv);
 	free(dv.f);
 	if (n < 0)
