@@ -6,8 +6,10 @@
 #include "elf_sym.h"
 #include "err.h"
 #include "fiber_tarantool.h"
+#include "intern.h"
 #include "msg.h"
 #include "proc_mem.h"
+#include "timeutil.h"
 
 /* One layout of struct cord and struct fiber (src/lib/core/fiber.h of
  * the release named), offsets in bytes. */
@@ -170,4 +172,59 @@ void fiber_list_free(struct fiber_list *fl)
 {
 	free(fl->f);
 	memset(fl, 0, sizeof *fl);
+}
+
+/* ---- record --coroutines ---- */
+
+struct fiber_names {
+	int none;                   /* not Tarantool, or no layout fits: never again */
+	uint64_t next_ns;           /* no refresh before this */
+	struct fiber_list fl;
+	const struct fiber_layout *l;
+};
+
+const char *fiber_names_root(struct target *t, struct fiber_names **fnp, uint64_t L)
+{
+	struct fiber_names *fn = *fnp;
+	if (!fn && !(fn = *fnp = calloc(1, sizeof *fn)))
+		return NULL;
+	if (fn->none || !L)
+		return NULL;
+	const struct fiber_info *fi = fiber_list_find(&fn->fl, L);
+	uint64_t now = time_now_ns();
+	if (!fi && now >= fn->next_ns) {
+		char why[256] = "";
+		fiber_list_free(&fn->fl);
+		int rc = fiber_tarantool_list(t, &fn->fl, why, sizeof why);
+		fn->next_ns = now + FIBER_NAMES_REFRESH_NS;
+		if (rc == -LS_E_NOTLUA || rc == -LS_E_UNSUPPORTED) {
+			msg_debug(1, "record --coroutines: no Tarantool fibers%s%s", why[0] ? ": " : "", why);
+			fn->none = 1;
+			return NULL;
+		}
+		fn->l = NULL;
+		for (size_t k = 0; k < NLAYOUTS; k++)
+			if (fn->fl.layout == layouts[k].name)
+				fn->l = &layouts[k];
+		fi = fiber_list_find(&fn->fl, L);
+	}
+	if (!fi || !fn->l)
+		return NULL;
+	uint32_t fid = 0;
+	uint64_t nowL = 0;
+	struct mem *m = &t->mem.base;
+	if (mem_read_u32(m, fi->addr + (uint64_t)fn->l->fiber_fid, &fid) < 0 ||
+	    mem_read_u64(m, fi->addr + (uint64_t)fn->l->fiber_lua, &nowL) < 0 || fid != fi->fid || nowL != L) {
+		fn->next_ns = 0; /* stale: read the list again at the next sample */
+		return NULL;
+	}
+	return internf("fiber %u \"%s\"", fi->fid, fi->name);
+}
+
+void fiber_names_free(struct fiber_names *fn)
+{
+	if (!fn)
+		return;
+	fiber_list_free(&fn->fl);
+	free(fn);
 }

@@ -49,3 +49,22 @@ const struct fiber_info *fiber_list_find(const struct fiber_list *fl, uint64_t L
 void fiber_list_free(struct fiber_list *fl);
 
 #endif
+
+/* ---- record --coroutines: a Tarantool fiber's root ---- */
+
+struct fiber_names;     /* a process's cache of its fibers (opaque) */
+
+#define FIBER_NAMES_REFRESH_NS (200 * 1000000ull) /* list read again at most this often */
+
+/* The root frame name of Lua coroutine L of T when L is a Tarantool
+ * fiber's, interned: `fiber 104 "alpha"`; NULL when it is not (or T is
+ * not Tarantool). *FN is the process's cache: NULL at first, allocated
+ * here, freed with fiber_names_free. The cache holds the main cord's
+ * fiber list (fiber_tarantool_list), read again when L is not in it, at
+ * most every FIBER_NAMES_REFRESH_NS; an entry is used only after two
+ * reads show its fiber still holds L with the same id (a fiber, or an
+ * address, reused by another gets the other's name). For a running
+ * target (the sampled thread released): a list torn by the target's
+ * writes is cut, and read again at the next refresh. */
+const char *fiber_names_root(struct target *t, struct fiber_names **fn, uint64_t L);
+void fiber_names_free(struct fiber_names *fn);

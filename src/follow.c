@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "err.h"
+#include "fiber_tarantool.h"
 #include "follow.h"
 #include "intern.h"
 #include "msg.h"
@@ -200,6 +201,8 @@ static void close_tgt(struct tgt *tg)
 	target_close(tg->t);
 	tg->t = NULL;
 	threads_drop(&tg->threads);
+	fiber_names_free(tg->fibers);
+	tg->fibers = NULL;
 }
 
 void follow_reap(struct follow *f)

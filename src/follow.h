@@ -12,6 +12,8 @@
 #include "threads.h"
 
 /* One process of the session. */
+struct fiber_names;
+
 struct tgt {
 	pid_t pid;
 	unsigned long long start;  /* start time (stat field 22): pid + start is one process */
@@ -25,6 +27,7 @@ struct tgt {
 	int perf_refused;          /* perf_event_open refused for its threads (said once) */
 	const char *root_label;    /* interned "process PID \"cmdline\"" */
 	struct thread_list threads;/* its threads (threads.h) */
+	struct fiber_names *fibers;/* record --coroutines: its Tarantool fibers (fiber_tarantool.h) */
 };
 
 #define FOLLOW_REPROBE_NS (1000 * 1000000ull) /* longest wait between probes of a process without Lua */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "child.h"
 #include "err.h"
+#include "fiber_tarantool.h"
 #include "follow.h"
 #include "intern.h"
 #include "limit.h"
@@ -323,6 +324,10 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 	r.kind = FRAME_ROOT;
 	if (s->o.coroutines) { /* inside the thread's root (docs/coroutines.md) */
 		merge_coroutine_root(info, &r);
+		const char *fib = info->coro && !info->coro_main && tg->t ?
+				  fiber_names_root(tg->t, &tg->fibers, info->coro) : NULL;
+		if (fib)
+			r.name = fib; /* a Tarantool fiber's: fiber 104 "alpha" */
 		stack_push(st, &r);
 	}
 	if (s->o.threads) {
