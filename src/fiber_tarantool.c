@@ -160,6 +160,24 @@ int fiber_tarantool_list(struct target *t, struct fiber_list *out, char *why, si
 	return out->n;
 }
 
+void fiber_tarantool_rows(FILE *f)
+{
+	for (size_t k = 0; k < NLAYOUTS; k++) {
+		const struct fiber_layout *l = &layouts[k];
+		const struct { const char *st, *fld; int off; } r[] = {
+			{ "cord", "fiber", l->cord_fiber }, { "cord", "alive", l->cord_alive },
+			{ "cord", "sched", l->cord_sched }, { "fiber", "fid", l->fiber_fid },
+			{ "fiber", "flags", l->fiber_flags }, { "fiber", "link", l->fiber_link },
+			{ "fiber", "storage.lua.stack", l->fiber_lua }, { "fiber", "name", l->fiber_name },
+			{ "fiber", "inline_name", l->fiber_inline_name },
+		};
+		for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+			fprintf(f, "%s\tstruct %s\t%s\t%d\n", l->name, r[i].st, r[i].fld, r[i].off);
+		fprintf(f, "%s\tflag\tFIBER_IS_READY\t%u\n", l->name, l->flag_ready);
+		fprintf(f, "%s\tflag\tFIBER_IS_DEAD\t%u\n", l->name, l->flag_dead);
+	}
+}
+
 const struct fiber_info *fiber_list_find(const struct fiber_list *fl, uint64_t L)
 {
 	for (int i = 0; L && i < fl->n; i++)

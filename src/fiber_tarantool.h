@@ -6,6 +6,7 @@
 #define LUASPY_FIBER_TARANTOOL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "target.h"
 
 #define FIBER_NAME_BYTES 64     /* bytes of a fiber name kept (longer: cut, "...") */
@@ -42,6 +43,11 @@ struct fiber_list {
  * main_cord symbol), -LS_E_UNSUPPORTED when no layout row fits (WHY
  * filled with what was found). */
 int fiber_tarantool_list(struct target *t, struct fiber_list *out, char *why, size_t whylen);
+
+/* Print every layout row to F, one offset a line, for
+ * tests/dump-fibers-layout.test: "ROW\tstruct cord\tfiber\t0" (C
+ * expression of the field, offset), "ROW\tflag\tFIBER_IS_DEAD\t16". */
+void fiber_tarantool_rows(FILE *f);
 
 /* The fiber of OUT whose Lua coroutine is L, or NULL. */
 const struct fiber_info *fiber_list_find(const struct fiber_list *fl, uint64_t L);
