@@ -3,7 +3,7 @@
  * whole (0), or as a file that grows (a prefix of (byte 0 * length / 256)
  * bytes first, then the whole), as the target writes it. The regions made
  * must be sorted, disjoint and non-empty, their names NUL-terminated and
- * at most PERFMAP_MAX_NAME bytes with no control byte, every lookup must
+ * at most CODE_NAME_MAX bytes with no control byte, every lookup must
  * give the region that holds the address, and the offset read must
  * never pass the file's length. Seeds: fuzz/seeds/fuzz_jitdump (a file
  * of loads, a move, skipped kinds and CLOSE; one torn; one with a record
@@ -32,19 +32,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	jitdump_feed(jd, data, size);
 	if (jitdump_offset(jd) > size)
 		abort();
-	const struct perfmap_table *t = jitdump_table(jd);
+	const struct code_table *t = jitdump_table(jd);
 	if (t) {
 		for (size_t i = 0; i < t->n; i++) {
-			const struct perfmap_entry *e = &t->e[i];
+			const struct code_region *e = &t->e[i];
 			if (e->end <= e->start || (i > 0 && t->e[i - 1].end > e->start))
 				abort();
 			size_t len = strlen(e->name);
-			if (len == 0 || len > PERFMAP_MAX_NAME)
+			if (len == 0 || len > CODE_NAME_MAX)
 				abort();
 			for (size_t k = 0; k < len; k++)
 				if ((unsigned char)e->name[k] < 0x20 || e->name[k] == 0x7f)
 					abort();
-			if (perfmap_table_find(t, e->start) != e || perfmap_table_find(t, e->end - 1) != e)
+			if (code_table_find(t, e->start) != e || code_table_find(t, e->end - 1) != e)
 				abort();
 		}
 	}

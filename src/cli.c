@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,21 @@ enum {
 enum { GRP_TARGET, GRP_SAMPLING, GRP_OUTPUT, GRP_GENERAL, GRP_HIDDEN, GRP_N };
 static const char *const group_names[GRP_N] = { "Target", "Sampling", "Output", "General", "-" };
 
+/* How an option's value lands in struct cli_opts (cli_option.kind):
+ * V_CODE (the row ends in CODE) by apply_option's own case; the others
+ * by the row alone. */
+enum { V_CODE = 0, V_FLAG, V_COUNT, V_STR, V_DOUBLE, V_INT, V_SIZE };
+#define OFF_(f) offsetof(struct cli_opts, f)
+#define CODE V_CODE, 0, 0, 0, 0, NULL, NULL
+#define FLAG(f) V_FLAG, OFF_(f), 0, 0, 0, NULL, NULL
+#define COUNT(f) V_COUNT, OFF_(f), 0, 0, 0, NULL, NULL
+#define STR(f) V_STR, OFF_(f), 0, 0, 0, NULL, NULL
+#define DBL(f, lo, hi, what, want) V_DOUBLE, OFF_(f), lo, hi, 0, what, want
+#define DBL_POS(f, hi, what, want) V_DOUBLE, OFF_(f), 0, hi, 1, what, want
+#define INT(f, lo, hi, what, want) V_INT, OFF_(f), lo, hi, 0, what, want
+#define SIZE(f, lo, hi, what, want) V_SIZE, OFF_(f), lo, hi, 0, what, want
+_Static_assert(sizeof(pid_t) == sizeof(int), "pid_t fields are set as int");
+
 /* Every option of every command, once: getopt's tables, each command's
  * option set, `luaspy help CMD` and `luaspy --list-options` (which
  * tests/docs-sync.test checks man/luaspy.1 and completions/ against)
@@ -56,128 +72,180 @@ static const struct cli_option {
 	unsigned cmds;      /* commands that accept it (R, T, D bits) */
 	int group;          /* GRP_*; GRP_HIDDEN: accepted, not in help */
 	const char *help;
+	/* the value, where it is data (V_CODE: apply_option's case) */
+	int kind;           /* V_* */
+	size_t off;         /* offsetof(struct cli_opts, the field) */
+	double lo, hi;      /* V_DOUBLE, V_INT, V_SIZE: the range */
+	int lo_open;        /* V_DOUBLE: lo itself refused */
+	const char *what;   /* the usage error: "WHAT 'VALUE': WANT" */
+	const char *want;   /* or NULL: "WHAT 'VALUE'" */
 } options[] = {
 	{ "pid", 'p', 'p', "PID", R | T | D | H | M, GRP_TARGET,
-	  "attach to the running process PID" },
+	  "attach to the running process PID",
+	  INT(pid, 1, INT_MAX, "invalid pid", NULL) },
 	{ "subprocesses", 's', 's', NULL, R | T | D, GRP_TARGET,
 	  "also child processes: a root frame each (record, top),\n"
-	  "a block each (dump)" },
+	  "a block each (dump)",
+	  FLAG(subprocesses) },
 	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D, GRP_TARGET,
 	  "wait this long for a Lua runtime (and for a --pgrep\n"
-	  "match) to appear (default 5)" },
+	  "match) to appear (default 5)",
+	  DBL(timeout_s, 0, 86400, "invalid timeout", "expected seconds from 0 to 86400") },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
-	  "samples per second per thread (default 100, max 10000)" },
+	  "samples per second per thread (default 100, max 10000)",
+	  DBL(rate_hz, 1, RATE_MAX_HZ, "invalid rate", "expected a number of Hz from 1 to 10000") },
 	{ "duration", 'd', 'd', "SECS", R | T | M, GRP_SAMPLING,
-	  "stop after SECS seconds (default: Ctrl-C or target exit)" },
+	  "stop after SECS seconds (default: Ctrl-C or target exit)",
+	  DBL_POS(duration_s, 31536000, "invalid duration", "expected a positive number of seconds") },
 	{ "idle", 'i', 'i', NULL, R | T | D, GRP_SAMPLING,
 	  "include threads that are sleeping or not in Lua\n"
-	  "(dump always shows every thread)" },
+	  "(dump always shows every thread)",
+	  FLAG(idle) },
 	{ "native", 'n', 'n', NULL, R | T | D, GRP_SAMPLING,
-	  "include native frames (default; kept for py-spy users)" },
+	  "include native frames (default; kept for py-spy users)",
+	  FLAG(native) },
 	{ "lua-only", 0, OPT_LUA_ONLY, NULL, R | T | D, GRP_SAMPLING,
-	  "Lua frames only, no native unwinding" },
+	  "Lua frames only, no native unwinding",
+	  CODE },
 	{ "nonblocking", 0, OPT_NONBLOCKING, NULL, R | T, GRP_SAMPLING,
-	  "never stop the target (needs --lua-only)" },
+	  "never stop the target (needs --lua-only)",
+	  FLAG(nonblocking) },
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
-	  "no torn samples, longer stops" },
+	  "no torn samples, longer stops",
+	  FLAG(blocking) },
 	{ "output", 'o', 'o', "FILE", R | H | P, GRP_OUTPUT,
 	  "output file (record: default luaspy-PID.svg; heap: stdout;\n"
-	  "report: stdout)" },
+	  "report: stdout)",
+	  STR(output) },
 	{ "format", 'f', 'f', "FORMAT", R | H | P, GRP_OUTPUT,
 	  "record, report: flamegraph, folded, speedscope, pprof or\n"
 	  "callgrind (report also: top, a text table to stdout)\n"
 	  "(default: from the extension of FILE, else flamegraph);\n"
 	  "heap: text, heapsnapshot, paths or pprof (default:\n"
 	  "from a FILE ending in .heapsnapshot, .paths, .pb.gz\n"
-	  "or .pprof, else text)" },
+	  "or .pprof, else text)",
+	  CODE },
 	{ "threads", 't', 't', NULL, R, GRP_OUTPUT,
-	  "add a root frame per thread" },
+	  "add a root frame per thread",
+	  FLAG(threads) },
 	{ "function", 'F', 'F', NULL, R | T | P, GRP_OUTPUT,
-	  "aggregate by function instead of by line" },
+	  "aggregate by function instead of by line",
+	  FLAG(function) },
 	{ "vmstate", 0, OPT_VMSTATE, NULL, R, GRP_OUTPUT,
-	  "add the VM state as a leaf frame ([GC], [JIT trace 12])" },
+	  "add the VM state as a leaf frame ([GC], [JIT trace 12])",
+	  FLAG(vmstate) },
 	{ "stats", 0, OPT_STATS, NULL, R | T, GRP_OUTPUT,
-	  "print stop-time statistics at the end" },
+	  "print stop-time statistics at the end",
+	  FLAG(stats) },
 	{ "json", 0, OPT_JSON, NULL, D, GRP_OUTPUT,
-	  "one JSON object instead of text" },
+	  "one JSON object instead of text",
+	  FLAG(json) },
 	{ "all-coroutines", 0, OPT_ALL_COROUTINES, NULL, D, GRP_OUTPUT,
-	  "also list every coroutine with its status and stack" },
+	  "also list every coroutine with its status and stack",
+	  FLAG(all_coroutines) },
 	{ "native-only", 0, OPT_NATIVE_ONLY, NULL, D, GRP_OUTPUT,
-	  "native frames only, as eu-stack shows them (no VM lookup)" },
+	  "native frames only, as eu-stack shows them (no VM lookup)",
+	  FLAG(native_only) },
 	{ "delay", 0, OPT_DELAY, "SECS", T, GRP_OUTPUT,
-	  "seconds between refreshes (default 1)" },
+	  "seconds between refreshes (default 1)",
+	  DBL(delay_s, 0.05, 3600, "invalid delay", "expected seconds from 0.05 to 3600") },
 	{ "verbose", 'v', 'v', NULL, R | T | D | H | P | M, GRP_GENERAL,
-	  "say how the VM was found (repeat for more)" },
+	  "say how the VM was found (repeat for more)",
+	  COUNT(verbose) },
 	{ "help", 'h', 'h', NULL, R | T | D | H | P | M, GRP_GENERAL,
-	  "show this help" },
+	  "show this help",
+	  CODE },
 	{ "version", 0, OPT_VERSION, NULL, R | T | D | H | P | M, GRP_HIDDEN,
-	  "show the version" },
+	  "show the version",
+	  CODE },
 	{ "sampler", 0, OPT_SAMPLER, "KIND", R | T, GRP_SAMPLING,
 	  "ptrace (default): stop each thread for its sample;\n"
 	  "perf: the kernel copies registers and stack (perf events,\n"
-	  "no stop); auto: perf where allowed, else ptrace" },
+	  "no stop); auto: perf where allowed, else ptrace",
+	  CODE },
 	{ "core", 0, OPT_CORE, "FILE", D, GRP_TARGET,
 	  "read the process from the core file FILE (kernel or gcore)\n"
-	  "instead of --pid" },
+	  "instead of --pid",
+	  STR(core) },
 	{ "exe", 0, OPT_EXE, "FILE", D, GRP_TARGET,
 	  "with --core: the executable that ran (default: the path\n"
-	  "the core names, used when its build-id matches)" },
+	  "the core names, used when its build-id matches)",
+	  STR(exe) },
 	/* heap, report (cmd_heap.c, cmd_report.c) */
 	{ "diff", 0, OPT_DIFF, "OLD", H | P, GRP_OUTPUT,
 	  "heap: what grew since OLD, an earlier heap -f paths\n"
 	  "file, bytes and objects by path; report: compare OLD\n"
 	  "(the base) with the one profile given: a differential\n"
 	  "flame graph (red grew, blue shrank), folded\n"
-	  "\"stack BASE NEW\" or a top table of changes" },
+	  "\"stack BASE NEW\" or a top table of changes",
+	  STR(diff) },
 	/* report, record --period (cmd_report.c, cmd_record.c) */
 	{ "focus", 0, OPT_FOCUS, "REGEX", P, GRP_OUTPUT,
-	  "keep only stacks with a frame matching REGEX (POSIX ERE)" },
+	  "keep only stacks with a frame matching REGEX (POSIX ERE)",
+	  STR(focus) },
 	{ "ignore", 0, OPT_IGNORE, "REGEX", P, GRP_OUTPUT,
-	  "drop stacks with a frame matching REGEX" },
+	  "drop stacks with a frame matching REGEX",
+	  STR(ignore) },
 	{ "tid", 0, OPT_TID, "TID", P, GRP_OUTPUT,
-	  "keep only the samples of thread TID" },
+	  "keep only the samples of thread TID",
+	  INT(tid, 1, INT_MAX, "invalid thread id", NULL) },
 	{ "nolineno", 0, OPT_NOLINENO, NULL, P, GRP_OUTPUT,
-	  "drop line numbers (one frame per function and file)" },
+	  "drop line numbers (one frame per function and file)",
+	  FLAG(nolineno) },
 	{ "period", 0, OPT_PERIOD, "SECS", R, GRP_OUTPUT,
 	  "write one profile per SECS seconds; -o may hold\n"
-	  "%p (pid), %t (UTC start of the period), %n (counter)" },
+	  "%p (pid), %t (UTC start of the period), %n (counter)",
+	  DBL(period_s, 1, 86400, "invalid period", "expected seconds from 1 to 86400") },
 	{ "upload", 0, OPT_UPLOAD, "URL", R, GRP_OUTPUT,
 	  "push each period's profile to Grafana Pyroscope at URL\n"
-	  "(POST URL/ingest, pprof; --period default 10)" },
+	  "(POST URL/ingest, pprof; --period default 10)",
+	  STR(upload) },
 	{ "app", 0, OPT_APP, "NAME", R, GRP_OUTPUT,
-	  "application name for --upload (default: the command)" },
+	  "application name for --upload (default: the command)",
+	  CODE },
 	{ "tag", 0, OPT_TAG, "KEY=VALUE", R, GRP_OUTPUT,
-	  "a label for --upload (repeat for more)" },
+	  "a label for --upload (repeat for more)",
+	  CODE },
 	{ "upload-header", 0, OPT_UPLOAD_HEADER, "HEADER", R, GRP_OUTPUT,
-	  "an HTTP header for --upload, 'Name: value' (repeat)" },
+	  "an HTTP header for --upload, 'Name: value' (repeat)",
+	  CODE },
 	{ "locals", 0, OPT_LOCALS, NULL, D, GRP_OUTPUT,
-	  "show each Lua frame's local variables and upvalues" },
+	  "show each Lua frame's local variables and upvalues",
+	  FLAG(locals) },
 	{ "locals-length", 0, OPT_LOCALS_LENGTH, "BYTES", D, GRP_OUTPUT,
-	  "bytes of a string value --locals shows (default 80, max 65536)" },
+	  "bytes of a string value --locals shows (default 80, max 65536)",
+	  SIZE(locals_length, 1, 65536, "invalid length", "expected bytes from 1 to 65536") },
 	{ "perf-map-append", 0, OPT_PERF_MAP_APPEND, NULL, M | R, GRP_OUTPUT,
-	  "add to an existing /tmp/perf-PID.map instead of refusing" },
+	  "add to an existing /tmp/perf-PID.map instead of refusing",
+	  FLAG(perf_map_append) },
 	{ "perf-map", 0, OPT_PERF_MAP, NULL, R, GRP_OUTPUT,
 	  "keep /tmp/perf-PID.map updated with the LuaJIT target's\n"
-	  "traces while recording, as luaspy perf-map does" },
+	  "traces while recording, as luaspy perf-map does",
+	  FLAG(perf_map) },
 	/* --pgrep (pgrep.c, docs/pgrep.md) */
 	{ "pgrep", 0, OPT_PGREP, "PATTERN", R | T | D, GRP_TARGET,
 	  "processes whose name matches PATTERN (POSIX ERE, as\n"
 	  "pgrep(1)), never luaspy or its ancestors; waits up to\n"
 	  "--timeout for one; several: a root frame each (record,\n"
-	  "top), a block each (dump)" },
+	  "top), a block each (dump)",
+	  CODE },
 	{ "pgrep-full", 0, OPT_PGREP_FULL, "PATTERN", R | T | D, GRP_TARGET,
-	  "as --pgrep, matching the whole command line (pgrep -f)" },
+	  "as --pgrep, matching the whole command line (pgrep -f)",
+	  CODE },
 	/* heap --interval, --count (cmd_heap.c) */
 	{ "interval", 0, OPT_HEAP_INTERVAL, "SECS", H, GRP_OUTPUT,
 	  "take --count snapshots SECS seconds apart and print what\n"
-	  "grew between each two, by type and by path" },
+	  "grew between each two, by type and by path",
+	  DBL(heap_interval_s, 0.1, 86400, "invalid interval", "expected seconds from 0.1 to 86400") },
 	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
-	  "snapshots --interval takes (default 2, at most 1000)" },
+	  "snapshots --interval takes (default 2, at most 1000)",
+	  INT(heap_count, 2, 1000, "invalid count", "expected 2 to 1000 snapshots") },
 	/* record --coroutines (merge_coroutine_root, docs/coroutines.md) */
 	{ "coroutines", 0, OPT_COROUTINES, NULL, R, GRP_OUTPUT,
 	  "add a root frame per Lua coroutine: main, or coroutine\n"
-	  "0x... and its body function (inside -t's thread root)" },
+	  "0x... and its body function (inside -t's thread root)",
+	  FLAG(coroutines) },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -343,31 +411,65 @@ static void getopt_tables(struct option *long_opts, char *short_opts)
 	*s = 0;
 }
 
-/* Commands accepting the option getopt returned as ID. */
-static unsigned option_cmds(int id)
+/* The row of the option getopt returned as ID, or NULL. */
+static const struct cli_option *option_row(int id)
 {
 	for (size_t i = 0; i < NOPTIONS; i++)
 		if (options[i].id == id)
-			return options[i].cmds;
-	return 0;
+			return &options[i];
+	return NULL;
 }
 
-/* Apply option ID (from getopt) with value ARG to O. Returns 0 to go
- * on, 1 when help or the version was printed, or -LS_E_USAGE. */
+/* Commands accepting the option getopt returned as ID. */
+static unsigned option_cmds(int id)
+{
+	const struct cli_option *op = option_row(id);
+	return op ? op->cmds : 0;
+}
+
+/* Set OP's field of O from ARG by the row alone (OP->kind is not
+ * V_CODE). 0, or -LS_E_USAGE saying OP->what and OP->want. */
+static int apply_value(struct cli_opts *o, const struct cli_option *op, const char *arg)
+{
+	char *field = (char *)o + op->off;
+	double v;
+	long n;
+	char *end;
+	switch (op->kind) {
+	case V_FLAG: *(int *)field = 1; return 0;
+	case V_COUNT: ++*(int *)field; return 0;
+	case V_STR: *(const char **)field = arg; return 0;
+	case V_DOUBLE:
+		if (parse_double(arg, &v) || v < op->lo || (op->lo_open && v == op->lo) || v > op->hi)
+			break;
+		*(double *)field = v;
+		return 0;
+	case V_INT:
+	case V_SIZE:
+		errno = 0;
+		n = strtol(arg, &end, 10);
+		if (errno || end == arg || *end || n < op->lo || n > op->hi)
+			break;
+		if (op->kind == V_INT)
+			*(int *)field = (int)n;
+		else
+			*(size_t *)field = (size_t)n;
+		return 0;
+	default:
+		return 0;
+	}
+	return usage_error("%s '%s'%s%s", op->what, arg, op->want ? ": " : "", op->want ? op->want : "");
+}
+
+/* Apply option ID (from getopt) with value ARG to O: by its row where
+ * the value is data, else by its case below. Returns 0 to go on, 1 when
+ * help or the version was printed, or -LS_E_USAGE. */
 static int apply_option(struct cli_opts *o, int id, const char *arg)
 {
-	double v;
+	const struct cli_option *op = option_row(id);
+	if (op && op->kind != V_CODE)
+		return apply_value(o, op, arg);
 	switch (id) {
-	case 'p': {
-		char *end;
-		errno = 0;
-		long p = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || p <= 0 || p > INT_MAX)
-			return usage_error("invalid pid '%s'", arg);
-		o->pid = (pid_t)p;
-		break;
-	}
-	case 'o': o->output = arg; break;
 	case 'f':
 		if (o->cmd == CMD_HEAP) {
 			if (!strcmp(arg, "text"))
@@ -389,42 +491,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 			return usage_error("unknown format '%s': expected flamegraph, folded, speedscope, pprof or callgrind%s",
 					   arg, o->cmd == CMD_REPORT ? " (or top)" : "");
 		break;
-	case 'r':
-		if (parse_double(arg, &v) || v <= 0 || v > RATE_MAX_HZ)
-			return usage_error("invalid rate '%s': expected a number of Hz from 1 to 10000", arg);
-		if (v < 1)
-			return usage_error("invalid rate '%s': expected a number of Hz from 1 to 10000", arg);
-		o->rate_hz = v;
-		break;
-	case 'd':
-		if (parse_double(arg, &v) || v <= 0 || v > 31536000)
-			return usage_error("invalid duration '%s': expected a positive number of seconds", arg);
-		o->duration_s = v;
-		break;
-	case OPT_DELAY:
-		if (parse_double(arg, &v) || v < 0.05 || v > 3600)
-			return usage_error("invalid delay '%s': expected seconds from 0.05 to 3600", arg);
-		o->delay_s = v;
-		break;
-	case OPT_TIMEOUT:
-		if (parse_double(arg, &v) || v < 0 || v > 86400)
-			return usage_error("invalid timeout '%s': expected seconds from 0 to 86400", arg);
-		o->timeout_s = v;
-		break;
-	case 's': o->subprocesses = 1; break;
-	case 'i': o->idle = 1; break;
-	case 'n': o->native = 1; break;
 	case OPT_LUA_ONLY: o->lua_only = 1; o->native = 0; break;
-	case OPT_NONBLOCKING: o->nonblocking = 1; break;
-	case OPT_BLOCKING: o->blocking = 1; break;
-	case OPT_DIFF: o->diff = arg; break;
-	case 't': o->threads = 1; break;
-	case 'F': o->function = 1; break;
-	case OPT_VMSTATE: o->vmstate = 1; break;
-	case OPT_JSON: o->json = 1; break;
-	case OPT_ALL_COROUTINES: o->all_coroutines = 1; break;
-	case OPT_NATIVE_ONLY: o->native_only = 1; break;
-	case OPT_STATS: o->stats = 1; break;
 	case OPT_SAMPLER:
 		if (!strcmp(arg, "ptrace"))
 			o->sampler = SAMPLER_PTRACE;
@@ -435,18 +502,6 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		else
 			return usage_error("unknown sampler '%s': expected ptrace, perf or auto", arg);
 		break;
-	case OPT_LOCALS: o->locals = 1; break;
-	case OPT_LOCALS_LENGTH: {
-		char *end;
-		errno = 0;
-		long n = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || n < 1 || n > 65536)
-			return usage_error("invalid length '%s': expected bytes from 1 to 65536", arg);
-		o->locals_length = (size_t)n;
-		break;
-	}
-	case OPT_PERF_MAP_APPEND: o->perf_map_append = 1; break;
-	case OPT_PERF_MAP: o->perf_map = 1; break;
 	case OPT_PGREP:
 	case OPT_PGREP_FULL:
 		if (o->pgrep)
@@ -454,31 +509,6 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->pgrep = arg;
 		o->pgrep_full = id == OPT_PGREP_FULL;
 		break;
-	case OPT_HEAP_INTERVAL:
-		if (parse_double(arg, &v) || v < 0.1 || v > 86400)
-			return usage_error("invalid interval '%s': expected seconds from 0.1 to 86400", arg);
-		o->heap_interval_s = v;
-		break;
-	case OPT_HEAP_COUNT:
-		if (parse_double(arg, &v) || v != (double)(int)v || v < 2 || v > 1000)
-			return usage_error("invalid count '%s': expected 2 to 1000 snapshots", arg);
-		o->heap_count = (int)v;
-		break;
-	case OPT_COROUTINES: o->coroutines = 1; break;
-	case 'v': o->verbose++; break;
-	case OPT_FOCUS: o->focus = arg; break;
-	case OPT_IGNORE: o->ignore = arg; break;
-	case OPT_NOLINENO: o->nolineno = 1; break;
-	case OPT_TID: {
-		char *end;
-		errno = 0;
-		long t = strtol(arg, &end, 10);
-		if (errno || end == arg || *end || t <= 0 || t > INT_MAX)
-			return usage_error("invalid thread id '%s'", arg);
-		o->tid = (pid_t)t;
-		break;
-	}
-	case OPT_UPLOAD: o->upload = arg; break;
 	case OPT_APP:
 		if (!upload_name_ok(arg))
 			return usage_error("invalid app name '%s': expected letters, digits, '_', '.', '-'", arg);
@@ -507,14 +537,7 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->upload_headers[o->nupload_headers++] = arg;
 		break;
 	}
-	case OPT_PERIOD:
-		if (parse_double(arg, &v) || v < 1 || v > 86400)
-			return usage_error("invalid period '%s': expected seconds from 1 to 86400", arg);
-		o->period_s = v;
-		break;
 	case 'h': cli_help(o->cmd); return 1;
-	case OPT_CORE: o->core = arg; break;
-	case OPT_EXE: o->exe = arg; break;
 	case OPT_VERSION: printf("luaspy %s\n", PACKAGE_VERSION); return 1;
 	}
 	return 0;
@@ -550,15 +573,14 @@ static int report_check(struct cli_opts *o, int argc, char **argv)
 	return 0;
 }
 
-int cli_parse(int argc, char **argv, struct cli_opts *o)
+static int check_options(struct cli_opts *o);
+static int settle_options(struct cli_opts *o);
+
+/* The command word ARGV[1] into O->cmd, or what stands in for one
+ * (--help, --version, --list-options, help CMD). 0 to go on, 1 when
+ * something was printed, or -LS_E_USAGE. */
+static int parse_command(int argc, char **argv, struct cli_opts *o)
 {
-	memset(o, 0, sizeof *o);
-	o->format = -1;
-	o->rate_hz = 100;
-	o->delay_s = 1;
-	o->timeout_s = 5;
-	o->native = 1;
-	o->locals_length = 80;
 	if (argc < 2) {
 		cli_help(CMD_NONE);
 		return usage_error("%s", "missing command");
@@ -593,6 +615,21 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 			o->cmd = i;
 	if (o->cmd == CMD_NONE)
 		return usage_error("unknown command '%s'", c);
+	return 0;
+}
+
+int cli_parse(int argc, char **argv, struct cli_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->format = -1;
+	o->rate_hz = 100;
+	o->delay_s = 1;
+	o->timeout_s = 5;
+	o->native = 1;
+	o->locals_length = 80;
+	int rc = parse_command(argc, argv, o);
+	if (rc != 0)
+		return rc;
 
 	struct option long_opts[NOPTIONS + 1];
 	char short_opts[3 + 2 * NOPTIONS + 1];
@@ -616,18 +653,21 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 			return usage_error("option '%s' does not apply to '%s'", argv[optind - back],
 					   cmd_names[o->cmd]);
 		}
-		int rc = apply_option(o, ch, optarg);
+		rc = apply_option(o, ch, optarg);
 		if (rc != 0)
 			return rc;
 	}
 	if (o->cmd == CMD_REPORT)
 		return report_check(o, argc, argv);
-	if (optind < argc) {
-		if (strcmp(argv[optind - 1], "--") != 0 && optind < argc && argv[optind][0] != '-') {
-			/* "luaspy record luajit x.lua" without "--": accept like py-spy */
-		}
+	if (optind < argc) /* after "--", or "luaspy record luajit x.lua" as py-spy takes it */
 		o->argv = &argv[optind];
-	}
+	return check_options(o);
+}
+
+/* The combinations of options that cannot be (a usage line each), then
+ * what follows from the rest. 0 or -LS_E_USAGE. */
+static int check_options(struct cli_opts *o)
+{
 	if (o->pgrep && (o->pid || o->argv || o->core))
 		return usage_error("give either --pgrep%s or %s, not both", o->pgrep_full ? "-full" : "",
 				   o->pid ? "--pid" : o->core ? "--core" : "a command after '--'");
@@ -657,6 +697,14 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		return usage_error("--sampler perf samples running threads with their native stack: "
 				   "not with %s", o->blocking ? "--blocking" : o->nonblocking ? "--nonblocking" :
 				   o->idle ? "--idle" : "--lua-only");
+	return settle_options(o);
+}
+
+/* What follows from the options given: heap's format from -o and its
+ * --interval rules, the upload period, record's format from -o's
+ * extension. 0 or -LS_E_USAGE. */
+static int settle_options(struct cli_opts *o)
+{
 	if (o->cmd == CMD_HEAP && o->format < 0 && o->output) {
 		size_t ol = strlen(o->output);
 		if (ol >= 13 && !strcmp(o->output + ol - 13, ".heapsnapshot"))

@@ -79,32 +79,28 @@ static int count_functions(struct kc_tab *t, const struct profile *p, int side)
 	int rc = 0;
 	size_t ns = profile_nstacks(p);
 	for (size_t i = 0; i < ns && !rc; i++) {
-		pid_t tid;
-		const uint32_t *ids;
-		size_t depth;
-		uint64_t count;
-		profile_stack(p, i, &tid, &ids, &depth, &count);
-		if (!count || !depth)
+		struct profile_row r;
+		if (!profile_row(p, i, &r))
 			continue;
-		if (array_grow(&seen, &seen_cap, depth, sizeof *seen) < 0) {
+		if (array_grow(&seen, &seen_cap, r.depth, sizeof *seen) < 0) {
 			rc = -1;
 			break;
 		}
 		size_t nseen = 0;
-		for (size_t d = 0; d < depth; d++) {
-			struct kc *e = kc_get(t, fn[ids[d]]);
+		for (size_t d = 0; d < r.depth; d++) {
+			struct kc *e = kc_get(t, fn[r.ids[d]]);
 			if (!e) {
 				rc = -1;
 				break;
 			}
-			if (d + 1 == depth)
-				e->self[side] += count;
+			if (d + 1 == r.depth)
+				e->self[side] += r.count;
 			size_t k = 0, ei = (size_t)(e - t->v);
 			while (k < nseen && seen[k] != ei)
 				k++;
 			if (k == nseen) { /* recursion: counted once per stack */
 				seen[nseen++] = ei;
-				e->total[side] += count;
+				e->total[side] += r.count;
 			}
 		}
 	}
@@ -229,20 +225,16 @@ static int diff_stacks(struct kc_tab *t, const struct profile *base, const struc
 		const struct profile *p = side ? cur : base;
 		size_t ns = profile_nstacks(p);
 		for (size_t i = 0; i < ns; i++) {
-			pid_t tid;
-			const uint32_t *ids;
-			size_t depth;
-			uint64_t count;
-			profile_stack(p, i, &tid, &ids, &depth, &count);
-			if (!count || !depth)
+			struct profile_row r;
+			if (!profile_row(p, i, &r))
 				continue;
-			const char *k = folded_key(p, ids, depth, &buf, &cap);
+			const char *k = folded_key(p, r.ids, r.depth, &buf, &cap);
 			struct kc *e = k ? kc_get(t, k) : NULL;
 			if (!e) {
 				free(buf);
 				return -1;
 			}
-			e->total[side] += count;
+			e->total[side] += r.count;
 		}
 	}
 	free(buf);

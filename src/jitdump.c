@@ -27,7 +27,7 @@ struct code_ref {
 struct jitdump {
 	uint64_t off;                /* next byte to read; 0: the header */
 	uint8_t hdr[HDR_MIN];        /* the header read: a file rewritten has another */
-	struct perfmap_entry *raw;   /* regions in the order written */
+	struct code_region *raw;   /* regions in the order written */
 	size_t nraw, capraw;
 	struct code_ref *ref;        /* code_index -> latest region */
 	size_t nref, capref;
@@ -35,7 +35,7 @@ struct jitdump {
 	char **chunk;                /* names, in blocks that never move */
 	size_t nchunk, capchunk, chunk_used;
 	uint64_t text_bytes;
-	struct perfmap_table t;      /* built from raw when dirty */
+	struct code_table t;      /* built from raw when dirty */
 	int dirty;
 	struct jitdump_stats st;
 };
@@ -145,8 +145,8 @@ static int ref_set(struct jitdump *jd, uint64_t index, size_t raw)
  * past JITDUMP_MAX_TEXT (*OVER set) or out of memory. */
 static const char *name_keep(struct jitdump *jd, const uint8_t *s, size_t len, int *over)
 {
-	if (len > PERFMAP_MAX_NAME + 4)
-		len = PERFMAP_MAX_NAME + 4; /* room for the cut to find a character's start */
+	if (len > CODE_NAME_MAX + 4)
+		len = CODE_NAME_MAX + 4; /* room for the cut to find a character's start */
 	if (jd->text_bytes + len + 1 > JITDUMP_MAX_TEXT) {
 		*over = 1;
 		return NULL;
@@ -161,7 +161,7 @@ static const char *name_keep(struct jitdump *jd, const uint8_t *s, size_t len, i
 	}
 	char *d = jd->chunk[jd->nchunk - 1] + jd->chunk_used;
 	memcpy(d, s, len);
-	len = perfmap_name_clean(d, len);
+	len = code_name_clean(d, len);
 	d[len] = 0;
 	jd->chunk_used += len + 1;
 	jd->text_bytes += len + 1;
@@ -173,14 +173,14 @@ static const char *name_keep(struct jitdump *jd, const uint8_t *s, size_t len, i
 static int region_add(struct jitdump *jd, uint64_t start, uint64_t end, const char *name,
 		      uint64_t index)
 {
-	if (jd->nraw >= PERFMAP_MAX_ENTRIES) {
+	if (jd->nraw >= CODE_MAX_REGIONS) {
 		jd->st.over_count++;
 		return 1;
 	}
 	if (array_grow(&jd->raw, &jd->capraw, jd->nraw + 1, sizeof *jd->raw) < 0 ||
 	    ref_set(jd, index, jd->nraw) < 0)
 		return -LS_E_NOMEM;
-	jd->raw[jd->nraw++] = (struct perfmap_entry){ start, end, name };
+	jd->raw[jd->nraw++] = (struct code_region){ start, end, name };
 	jd->dirty = 1;
 	return 0;
 }
@@ -215,7 +215,7 @@ static int rec_load(struct jitdump *jd, struct src *s, uint64_t off, uint32_t ts
 		return 0;
 	}
 	size_t len = nul ? (size_t)(nul - name) : scan;
-	if (jd->nraw >= PERFMAP_MAX_ENTRIES) { /* before its name takes room */
+	if (jd->nraw >= CODE_MAX_REGIONS) { /* before its name takes room */
 		jd->st.over_count++;
 		return 0;
 	}
@@ -250,11 +250,11 @@ static int rec_move(struct jitdump *jd, struct src *s, uint64_t off, uint32_t ts
 		jd->st.malformed++;
 		return 0;
 	}
-	if (jd->nraw >= PERFMAP_MAX_ENTRIES) { /* before the old region goes */
+	if (jd->nraw >= CODE_MAX_REGIONS) { /* before the old region goes */
 		jd->st.over_count++;
 		return 0;
 	}
-	struct perfmap_entry *o = &jd->raw[from];
+	struct code_region *o = &jd->raw[from];
 	const char *name = o->name;
 	if (o->start == old)
 		o->end = o->start; /* gone from there */
@@ -360,7 +360,7 @@ static void reset(struct jitdump *jd)
 	free(jd->raw);
 	free(jd->ref);
 	htab_free(&jd->refs);
-	perfmap_table_free(&jd->t);
+	code_table_free(&jd->t);
 	memset(jd, 0, sizeof *jd);
 }
 
@@ -391,11 +391,11 @@ uint64_t jitdump_offset(const struct jitdump *jd)
 	return jd->off;
 }
 
-const struct perfmap_table *jitdump_table(struct jitdump *jd)
+const struct code_table *jitdump_table(struct jitdump *jd)
 {
 	if (jd->dirty) {
 		jd->st.overlapped = 0;
-		if (perfmap_table_build(&jd->t, jd->raw, jd->nraw, &jd->st.overlapped) < 0)
+		if (code_table_build(&jd->t, jd->raw, jd->nraw, &jd->st.overlapped) < 0)
 			return NULL;
 		jd->dirty = 0;
 	}

@@ -29,7 +29,7 @@
  * JITDUMP_MAX_RECORD bytes (one past it, or under its own prefix, ends
  * the read: nothing after it can be found), names are scanned over at
  * most JITDUMP_MAX_NAME_SCAN bytes and kept as perf map names are
- * (perfmap_name_clean()), at most PERFMAP_MAX_ENTRIES regions and
+ * (code_name_clean()), at most CODE_MAX_REGIONS regions and
  * JITDUMP_MAX_TEXT bytes of names are kept, at most JITDUMP_MAX_BYTES of
  * the file are read. A last record not yet whole (the writer is still
  * at it) is left for the next read. Code bytes are never read. What is
@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "perfmap.h"
+#include "codemap.h"
 
 #define JITDUMP_MAGIC         0x4A695444u
 #define JITDUMP_MAX_HEADER    4096             /* bytes of the header */
@@ -57,7 +57,7 @@ struct jitdump_stats {
 	unsigned long malformed;    /* loads/moves skipped: short, no name, size 0,
 	                             * region wraps, code past the record, a move
 	                             * of an unknown code_index */
-	unsigned long over_count;   /* loads/moves past PERFMAP_MAX_ENTRIES or
+	unsigned long over_count;   /* loads/moves past CODE_MAX_REGIONS or
 	                             * JITDUMP_MAX_TEXT */
 	unsigned long overlapped;   /* regions dropped for overlapping a later one */
 	const char *bad_header;     /* why the header was refused, or NULL */
@@ -89,7 +89,7 @@ uint64_t jitdump_offset(const struct jitdump *jd);
 
 /* The regions known, sorted and disjoint (built again after a feed that
  * found new ones; names owned by JD). NULL when memory is exhausted. */
-const struct perfmap_table *jitdump_table(struct jitdump *jd);
+const struct code_table *jitdump_table(struct jitdump *jd);
 
 /* Counts so far (zero before any read). */
 const struct jitdump_stats *jitdump_stats(const struct jitdump *jd);

@@ -108,26 +108,22 @@ int out_callgrind_write(const struct profile *p, FILE *f)
 		(unsigned long long)profile_total(p));
 	size_t ns = profile_nstacks(p);
 	for (size_t i = 0; i < ns; i++) {
-		pid_t tid;
-		const uint32_t *ids;
-		size_t depth;
-		uint64_t count;
-		profile_stack(p, i, &tid, &ids, &depth, &count);
-		if (!count || !depth)
+		struct profile_row row;
+		if (!profile_row(p, i, &row))
 			continue;
-		for (size_t d = 0; d < depth; d++) {
-			const struct cg_frame *a = &cf[ids[d]];
+		for (size_t d = 0; d < row.depth; d++) {
+			const struct cg_frame *a = &cf[row.ids[d]];
 			cg_name(f, "fl", a->fl, &fls, fl_shown);
 			cg_name(f, "fn", a->fn, &fns, fn_shown);
-			if (d + 1 == depth) {
-				fprintf(f, "%d %llu\n", a->line, (unsigned long long)count);
+			if (d + 1 == row.depth) {
+				fprintf(f, "%d %llu\n", a->line, (unsigned long long)row.count);
 				break;
 			}
-			const struct cg_frame *b = &cf[ids[d + 1]];
+			const struct cg_frame *b = &cf[row.ids[d + 1]];
 			cg_name(f, "cfl", b->fl, &fls, fl_shown);
 			cg_name(f, "cfn", b->fn, &fns, fn_shown);
-			fprintf(f, "calls=%llu %d\n%d %llu\n", (unsigned long long)count, b->line,
-				a->line, (unsigned long long)count);
+			fprintf(f, "calls=%llu %d\n%d %llu\n", (unsigned long long)row.count, b->line,
+				a->line, (unsigned long long)row.count);
 		}
 		fputc('\n', f);
 	}

@@ -17,13 +17,6 @@
 
 /* ---- parsing ---- */
 
-/* An entry while parsing: SEQ is its line's order in the file. */
-struct pm_ent {
-	uint64_t start, end;
-	const char *name;
-	size_t seq;
-};
-
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -65,7 +58,7 @@ static char *skip_blank(char *s, char *end)
 
 /* Parse the line [S, END) (END is writable: the name's NUL goes at or
  * before it). 0 and *E filled, or -1 (malformed). */
-static int parse_line(char *s, char *end, struct pm_ent *e)
+static int parse_line(char *s, char *end, struct code_region *e)
 {
 	s = skip_blank(s, end);
 	if (parse_hex(&s, end, &e->start) < 0)
@@ -86,48 +79,17 @@ static int parse_line(char *s, char *end, struct pm_ent *e)
 		end--;
 	if (end == b)
 		return -1;
-	end = b + perfmap_name_clean(b, (size_t)(end - b));
+	end = b + code_name_clean(b, (size_t)(end - b));
 	*end = 0;
 	e->name = b;
 	return 0;
 }
 
-size_t perfmap_name_clean(char *s, size_t len)
-{
-	if (len > PERFMAP_MAX_NAME) {
-		len = PERFMAP_MAX_NAME;
-		/* not inside a UTF-8 sequence */
-		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
-			len--;
-	}
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			s[i] = '?';
-	return len;
-}
-
-static int ent_cmp(const void *a, const void *b)
-{
-	const struct pm_ent *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-void perfmap_table_free(struct perfmap_table *t)
-{
-	free(t->e);
-	free(t->text);
-	memset(t, 0, sizeof *t);
-}
-
-static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
-		  unsigned long *overlapped);
 
 /* Parse the lines of BUF (LEN bytes and one more, writable: names are
  * cut and terminated in place) into *V (*N entries of *CAP, appended to,
  * SEQ their order), counting in ST. 0 or -LS_E_NOMEM (*V as it was). */
-static int parse_lines(char *buf, size_t len, struct pm_ent **v, size_t *n, size_t *cap,
+static int parse_lines(char *buf, size_t len, struct code_region **v, size_t *n, size_t *cap,
 		       struct perfmap_stats *st)
 {
 	char *p = buf, *bend = buf + len;
@@ -150,7 +112,7 @@ static int parse_lines(char *buf, size_t len, struct pm_ent **v, size_t *n, size
 			p = next;
 			continue;
 		}
-		struct pm_ent e;
+		struct code_region e;
 		if (parse_line(p, le, &e) < 0) {
 			st->malformed++;
 			p = next;
@@ -158,32 +120,31 @@ static int parse_lines(char *buf, size_t len, struct pm_ent **v, size_t *n, size
 		}
 		if (array_grow(v, cap, *n + 1, sizeof **v) < 0)
 			return -LS_E_NOMEM;
-		e.seq = *n;
 		(*v)[(*n)++] = e;
 		p = next;
 	}
 	return 0;
 }
 
-long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
+long perfmap_parse(const char *text, size_t len, struct code_table *out,
 		   struct perfmap_stats *st)
 {
 	long k;
 	memset(st, 0, sizeof *st);
-	perfmap_table_free(out);
+	code_table_free(out);
 	char *buf = malloc(len + 1);
 	if (!buf)
 		return -LS_E_NOMEM;
 	memcpy(buf, text, len);
 	buf[len] = 0;
-	struct pm_ent *v = NULL;
+	struct code_region *v = NULL;
 	size_t n = 0, cap = 0;
 	if (parse_lines(buf, len, &v, &n, &cap, st) < 0) {
 		free(v);
 		free(buf);
 		return -LS_E_NOMEM;
 	}
-	k = build(out, v, n, &st->overlapped);
+	k = code_table_build(out, v, n, &st->overlapped);
 	free(v);
 	if (k < 0) {
 		free(buf);
@@ -193,84 +154,12 @@ long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
 	return k;
 }
 
-/* Sort the N entries V (their SEQ set), drop overlaps (counted in
- * *OVERLAPPED) and put the rest in OUT (empty before; its text is the
- * caller's). V is reordered. Returns the entries kept or -LS_E_NOMEM. */
-static long build(struct perfmap_table *out, struct pm_ent *v, size_t n,
-		  unsigned long *overlapped)
-{
-	if (n > 1)
-		qsort(v, n, sizeof *v, ent_cmp);
-	/* overlaps: of two overlapping regions the later one wins; the kept
-	 * ones stay sorted and disjoint (a replaced entry's predecessor ends
-	 * before it started, so before the new one too) */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (k > 0 && v[i].start < v[k - 1].end) {
-			(*overlapped)++;
-			if (v[i].seq > v[k - 1].seq)
-				v[k - 1] = v[i];
-			continue;
-		}
-		v[k++] = v[i];
-	}
-	struct perfmap_entry *e = NULL;
-	if (k > 0 && !(e = malloc(k * sizeof *e)))
-		return -LS_E_NOMEM;
-	for (size_t i = 0; i < k; i++) {
-		e[i].start = v[i].start;
-		e[i].end = v[i].end;
-		e[i].name = v[i].name;
-	}
-	out->e = e;
-	out->n = k;
-	return (long)k;
-}
-
-long perfmap_table_build(struct perfmap_table *out, const struct perfmap_entry *v, size_t n,
-			 unsigned long *overlapped)
-{
-	perfmap_table_free(out);
-	struct pm_ent *w = NULL;
-	if (n > 0 && !(w = malloc(n * sizeof *w)))
-		return -LS_E_NOMEM;
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].end <= v[i].start)
-			continue; /* a region moved away */
-		w[m].start = v[i].start;
-		w[m].end = v[i].end;
-		w[m].name = v[i].name;
-		w[m].seq = i;
-		m++;
-	}
-	long k = build(out, w, m, overlapped);
-	free(w);
-	return k;
-}
-
-const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, uint64_t addr)
-{
-	size_t lo = 0, hi = t->n; /* the first entry starting past ADDR is in [lo, hi] */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	const struct perfmap_entry *e = &t->e[lo - 1];
-	return addr < e->end ? e : NULL;
-}
-
 /* ---- the target's file ---- */
 
 struct perfmap {
 	pid_t pid;
 	pid_t nspid;              /* its pid in its own namespace: names the file */
-	struct perfmap_table t;
+	struct code_table t;
 	struct perfmap_stats st;
 	uint64_t next_check_ns;
 	int have;                 /* a file was read: the fields below are its */
@@ -281,7 +170,7 @@ struct perfmap {
 	int warned;
 	/* what was read of it: whole lines, in the order written; a file
 	 * that only grew is read on from DONE_OFF */
-	struct pm_ent *raw;
+	struct code_region *raw;
 	size_t nraw, capraw;
 	char **texts;             /* the bytes read, names cut in place */
 	size_t ntexts, captexts;
@@ -290,7 +179,7 @@ struct perfmap {
 	size_t tail_len;
 	/* the jitdump file the target maps (jitdump.h) */
 	struct jitdump *jd;       /* NULL until one is found */
-	char jd_path[PERFMAP_MAX_NAME + 1]; /* its path in the target, cleaned, for messages */
+	char jd_path[CODE_NAME_MAX + 1]; /* its path in the target, cleaned, for messages */
 	dev_t jd_dev;
 	ino_t jd_ino;
 	uint64_t jd_next_check_ns;
@@ -351,7 +240,7 @@ const struct perfmap_stats *perfmap_last_stats(const struct perfmap *pm)
 
 static void forget(struct perfmap *pm)
 {
-	perfmap_table_free(&pm->t);
+	code_table_free(&pm->t);
 	memset(&pm->st, 0, sizeof pm->st);
 	pm->have = 0;
 	free(pm->raw);
@@ -475,23 +364,16 @@ static void refresh(struct perfmap *pm)
 	long k = (long)pm->t.n;
 	if (keep) {
 		buf[keep] = 0;
-		struct pm_ent *tmp = NULL;
 		if (array_grow(&pm->texts, &pm->captexts, pm->ntexts + 1, sizeof *pm->texts) < 0 ||
-		    parse_lines(buf, keep, &pm->raw, &pm->nraw, &pm->capraw, &pm->st) < 0 ||
-		    (pm->nraw && !(tmp = malloc(pm->nraw * sizeof *tmp)))) {
+		    parse_lines(buf, keep, &pm->raw, &pm->nraw, &pm->capraw, &pm->st) < 0) {
 			free(buf);
 			forget(pm);
 			return;
 		}
 		pm->texts[pm->ntexts++] = buf;
 		pm->done_off += keep;
-		/* build() reorders what it gets: a copy, the file order kept */
-		if (pm->nraw)
-			memcpy(tmp, pm->raw, pm->nraw * sizeof *tmp);
-		perfmap_table_free(&pm->t);
 		pm->st.overlapped = 0;
-		k = build(&pm->t, tmp, pm->nraw, &pm->st.overlapped);
-		free(tmp);
+		k = code_table_build(&pm->t, pm->raw, pm->nraw, &pm->st.overlapped);
 		if (k < 0) {
 			forget(pm);
 			return;
@@ -572,10 +454,10 @@ static void jd_refresh(struct perfmap *pm, const struct proc_maps *maps)
 	const struct proc_map *m = jd_find(pm, maps);
 	if (!m)
 		return; /* none (yet); what was read stays: its code may still run */
-	char shown[PERFMAP_MAX_NAME + 1]; /* the path for messages: the target's bytes */
+	char shown[CODE_NAME_MAX + 1]; /* the path for messages: the target's bytes */
 	size_t sn = strnlen(m->path, sizeof shown - 1);
 	memcpy(shown, m->path, sn);
-	shown[perfmap_name_clean(shown, sn)] = 0;
+	shown[code_name_clean(shown, sn)] = 0;
 	/* the very file mapped, through map_files (deleted or not, whatever
 	 * the mount namespace); else its path in the target's root */
 	char path[4200];
@@ -630,7 +512,7 @@ const char *perfmap_lookup(struct perfmap *pm, uint64_t addr, const struct proc_
 	if (!pm)
 		return NULL;
 	refresh(pm);
-	const struct perfmap_entry *e = perfmap_table_find(&pm->t, addr);
+	const struct code_region *e = code_table_find(&pm->t, addr);
 	if (e) {
 		if (!perf_map_mod)
 			perf_map_mod = intern("[perf-map]");
@@ -639,8 +521,8 @@ const char *perfmap_lookup(struct perfmap *pm, uint64_t addr, const struct proc_
 		return intern(e->name);
 	}
 	jd_refresh(pm, maps);
-	const struct perfmap_table *t = pm->jd ? jitdump_table(pm->jd) : NULL;
-	if (!t || !(e = perfmap_table_find(t, addr)))
+	const struct code_table *t = pm->jd ? jitdump_table(pm->jd) : NULL;
+	if (!t || !(e = code_table_find(t, addr)))
 		return NULL;
 	if (!jitdump_mod)
 		jitdump_mod = intern("[jitdump]");

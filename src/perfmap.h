@@ -8,7 +8,7 @@
  * most PERFMAP_MAX_LINE bytes, a map holds at most PERFMAP_MAX_ENTRIES
  * entries read from at most PERFMAP_MAX_BYTES bytes; what is past a limit
  * or malformed is skipped and counted (struct perfmap_stats), never
- * guessed. Names keep at most PERFMAP_MAX_NAME bytes, control bytes
+ * guessed. Names keep at most CODE_NAME_MAX bytes, control bytes
  * become '?'. */
 #ifndef LUASPY_PERFMAP_H
 #define LUASPY_PERFMAP_H
@@ -16,21 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "codemap.h"
 
 struct proc_maps;
 
 #define PERFMAP_MAX_LINE    4096        /* bytes of a line, newline excluded */
-#define PERFMAP_MAX_NAME    512         /* bytes of a name kept */
-#define PERFMAP_MAX_ENTRIES (1 << 20)   /* entries kept per map */
+#define PERFMAP_MAX_ENTRIES CODE_MAX_REGIONS /* entries kept per map */
 #define PERFMAP_MAX_BYTES   (64u << 20) /* bytes of the file read */
 #define PERFMAP_RECHECK_NS  200000000ull /* the file is stat()ed at most every 0.2 s */
-
-/* One code region [start, end), named NAME (NUL-terminated, in the
- * owning map's text buffer). */
-struct perfmap_entry {
-	uint64_t start, end;
-	const char *name;
-};
 
 /* What a parse skipped, by reason. */
 struct perfmap_stats {
@@ -42,38 +35,14 @@ struct perfmap_stats {
 	int cut_bytes;              /* the file was longer than PERFMAP_MAX_BYTES */
 };
 
-/* Entries of one map: sorted by start, not overlapping. */
-struct perfmap_table {
-	struct perfmap_entry *e;
-	size_t n;
-	char *text;                 /* owns the names */
-};
-
 /* Parse the LEN bytes of TEXT (a perf map's contents; need not end in a
  * newline or a NUL) into OUT, replacing what it held. TEXT is copied.
  * Malformed, too long and surplus lines are skipped and counted in ST
  * (zeroed first). Where regions overlap, the line written later (further
  * down the file) wins and the other is dropped. Returns the entries kept
  * (>= 0) or -LS_E_NOMEM. */
-long perfmap_parse(const char *text, size_t len, struct perfmap_table *out,
+long perfmap_parse(const char *text, size_t len, struct code_table *out,
 		   struct perfmap_stats *st);
-void perfmap_table_free(struct perfmap_table *t);
-
-/* Make OUT (replacing what it held) from the N regions V in the order
- * they were written: sorted, a later region winning over an earlier one
- * it overlaps (the loser counted in *OVERLAPPED), empty regions (end <=
- * start) skipped. Names are not copied: they must outlive OUT, whose
- * text stays NULL. Returns the entries kept or -LS_E_NOMEM (OUT empty). */
-long perfmap_table_build(struct perfmap_table *out, const struct perfmap_entry *v, size_t n,
-			 unsigned long *overlapped);
-
-/* Make the LEN bytes at S a name as perf map names are kept: cut to at
- * most PERFMAP_MAX_NAME bytes (never inside a UTF-8 character), control
- * bytes turned into '?'. Returns the length kept (S is not terminated). */
-size_t perfmap_name_clean(char *s, size_t len);
-
-/* The entry of T whose region holds ADDR, or NULL. O(log n). */
-const struct perfmap_entry *perfmap_table_find(const struct perfmap_table *t, uint64_t addr);
 
 struct perfmap;
 

@@ -226,6 +226,12 @@ void profile_stack(const struct profile *p, size_t i, pid_t *tid,
 		*count = s->count;
 }
 
+int profile_row(const struct profile *p, size_t i, struct profile_row *r)
+{
+	profile_stack(p, i, &r->tid, &r->ids, &r->depth, &r->count);
+	return r->count && r->depth;
+}
+
 uint64_t profile_total(const struct profile *p)
 {
 	return p->total;

@@ -61,6 +61,19 @@ size_t profile_nstacks(const struct profile *p);
 void profile_stack(const struct profile *p, size_t i, pid_t *tid,
 		   const uint32_t **ids, size_t *depth, uint64_t *count);
 
+/* Stack I of P as one row: the fields of profile_stack(). */
+struct profile_row {
+	pid_t tid;
+	const uint32_t *ids;        /* DEPTH frame ids, outermost first */
+	size_t depth;
+	uint64_t count;             /* samples */
+};
+
+/* Fill R with stack I of P (valid until the next add/reset). Returns 1
+ * when it holds samples and frames, 0 when it is empty (what every
+ * writer skips). */
+int profile_row(const struct profile *p, size_t i, struct profile_row *r);
+
 /* Sum of all counts. */
 uint64_t profile_total(const struct profile *p);
 

@@ -121,8 +121,8 @@ static void fresh(void)
 /* Name at ADDR, or "". */
 static const char *at(uint64_t addr)
 {
-	const struct perfmap_table *t = jitdump_table(jd);
-	const struct perfmap_entry *e = t ? perfmap_table_find(t, addr) : NULL;
+	const struct code_table *t = jitdump_table(jd);
+	const struct code_region *e = t ? code_table_find(t, addr) : NULL;
 	return e ? e->name : "";
 }
 
@@ -274,7 +274,7 @@ static void hostile(void)
 	CHECK(!strcmp(at(0x2000), "") && !strcmp(at(0x3000), "") && !strcmp(at(0x4000), "") &&
 	      !strcmp(at(0x8000), ""));
 	const char *ln = at(0x6000);
-	CHECK(strlen(ln) == PERFMAP_MAX_NAME && !memcmp(ln, "\xc3\xa9?[31mnnn", 10), "'%.20s' (%zu)", ln,
+	CHECK(strlen(ln) == CODE_NAME_MAX && !memcmp(ln, "\xc3\xa9?[31mnnn", 10), "'%.20s' (%zu)", ln,
 	      strlen(ln));
 	/* once broken, more bytes change nothing */
 	CHECK(jitdump_feed(jd, b.p, b.n) == 3);
@@ -303,7 +303,7 @@ static void many(void)
 {
 	struct buf b = { 0 };
 	good_header(&b);
-	size_t loads = PERFMAP_MAX_ENTRIES + 10;
+	size_t loads = CODE_MAX_REGIONS + 10;
 	char name[32];
 	long n;
 	for (size_t i = 0; i < loads; i++) {
@@ -314,7 +314,7 @@ static void many(void)
 	move(&b, 0x10000 + 5 * 16, 0x90000000, 1, 5);
 	fresh();
 	n = jitdump_feed(jd, b.p, b.n);
-	CHECK(n == PERFMAP_MAX_ENTRIES, "%ld", n);
+	CHECK(n == CODE_MAX_REGIONS, "%ld", n);
 	CHECK(!jitdump_stats(jd)->malformed, "%lu", jitdump_stats(jd)->malformed);
 	CHECK(jitdump_stats(jd)->over_count == 11, "%lu", jitdump_stats(jd)->over_count);
 	CHECK(!strcmp(at(0x10000 + 5 * 16), "f5") && !strcmp(at(0x10000 + (loads - 1) * 16), ""));

@@ -14,7 +14,7 @@
 #include "check.h"
 #include "perfmap.h"
 
-static struct perfmap_table t;
+static struct code_table t;
 static struct perfmap_stats st;
 
 static long parse(const char *s)
@@ -25,7 +25,7 @@ static long parse(const char *s)
 /* Name at ADDR, or "" when none. */
 static const char *at(uint64_t addr)
 {
-	const struct perfmap_entry *e = perfmap_table_find(&t, addr);
+	const struct code_region *e = code_table_find(&t, addr);
 	return e ? e->name : "";
 }
 
@@ -80,22 +80,22 @@ static void huge_lines(void)
 	long n = perfmap_parse(s, (size_t)o, &t, &st);
 	CHECK(n == 1 && st.too_long == 1, "%ld entries, %lu too long", n, st.too_long);
 	CHECK(!strcmp(at(0x4000), "ok") && !strcmp(at(0x3000), ""));
-	/* a line just at the limit is kept, its name cut to PERFMAP_MAX_NAME */
+	/* a line just at the limit is kept, its name cut to CODE_NAME_MAX */
 	o = sprintf(s, "5000 10 ");
 	memset(s + o, 'b', PERFMAP_MAX_LINE - (size_t)o);
 	o = PERFMAP_MAX_LINE;
 	n = perfmap_parse(s, (size_t)o, &t, &st);
 	CHECK(n == 1 && st.too_long == 0, "%ld entries, %lu too long", n, st.too_long);
-	CHECK(strlen(at(0x5000)) == PERFMAP_MAX_NAME, "name of %zu bytes", strlen(at(0x5000)));
+	CHECK(strlen(at(0x5000)) == CODE_NAME_MAX, "name of %zu bytes", strlen(at(0x5000)));
 	/* a cut never splits a UTF-8 character; control bytes become '?' */
 	o = sprintf(s, "6000 10 ");
-	for (int i = 0; i < PERFMAP_MAX_NAME; i += 2)
+	for (int i = 0; i < CODE_NAME_MAX; i += 2)
 		o += sprintf(s + o, "\xc3\xa9");
 	s[o++] = 'x';
 	o += sprintf(s + o, "\n7000 10 a\tb\x1b[31m\x7f" "c\n");
 	n = perfmap_parse(s, (size_t)o, &t, &st);
 	CHECK(n == 2);
-	CHECK(strlen(at(0x6000)) == PERFMAP_MAX_NAME, "%zu", strlen(at(0x6000)));
+	CHECK(strlen(at(0x6000)) == CODE_NAME_MAX, "%zu", strlen(at(0x6000)));
 	CHECK(!strcmp(at(0x7000), "a?b?[31m?c"), "'%s'", at(0x7000));
 	free(s);
 }
@@ -207,8 +207,8 @@ int main(void)
 	unsorted_overlapping();
 	many();
 	growing_file();
-	CHECK(parse("") == 0 && t.n == 0 && perfmap_table_find(&t, 0) == NULL);
+	CHECK(parse("") == 0 && t.n == 0 && code_table_find(&t, 0) == NULL);
 	CHECK(perfmap_lookup(NULL, 1, NULL, NULL) == NULL);
-	perfmap_table_free(&t);
+	code_table_free(&t);
 	return check_summary("t_perfmap");
 }
