@@ -95,7 +95,12 @@ int fiber_tarantool_list(struct target *t, struct fiber_list *out, char *why, si
 	uint64_t cord = symtab_find(t->sym, "main_cord", NULL, NULL);
 	if (!cord || !symtab_find(t->sym, "fiber_self", NULL, NULL))
 		return -LS_E_NOTLUA;
-	struct mem *m = &t->mem.base;
+	return fiber_cord_list(&t->mem.base, cord, out, why, whylen);
+}
+
+int fiber_cord_list(struct mem *m, uint64_t cord, struct fiber_list *out, char *why, size_t whylen)
+{
+	memset(out, 0, sizeof *out);
 	const struct fiber_layout *l = NULL;
 	for (size_t k = 0; k < NLAYOUTS && !l; k++)
 		if (layout_fits(m, &layouts[k], cord, why, whylen))
@@ -111,8 +116,10 @@ int fiber_tarantool_list(struct target *t, struct fiber_list *out, char *why, si
 	if (!out->f)
 		return -LS_E_NOMEM;
 	/* the alive list, head->next on; each node is a fiber's link */
-	if (mem_read_u64(m, head + 8, &node) < 0)
+	if (mem_read_u64(m, head + 8, &node) < 0) {
+		fiber_list_free(out);
 		return -LS_E_FAULT;
+	}
 	int steps;
 	for (steps = 0; node != head && steps <= FIBER_MAX; steps++) {
 		if (steps == FIBER_MAX) {
@@ -155,7 +162,7 @@ int fiber_tarantool_list(struct target *t, struct fiber_list *out, char *why, si
 		else if (!c->L)
 			out->running = c->name;
 	}
-	msg_debug(1, "tarantool: %s fibers of main_cord 0x%llx: %d listed%s%s", l->name,
+	msg_debug(1, "tarantool: %s fibers of cord 0x%llx: %d listed%s%s", l->name,
 		  (unsigned long long)cord, out->n, out->cut ? ", cut: " : "", out->cut ? out->cut : "");
 	return out->n;
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "proc_mem.h"
 #include "target.h"
 
 #define FIBER_NAME_BYTES 64     /* bytes of a fiber name kept (longer: cut, "...") */
@@ -43,6 +44,11 @@ struct fiber_list {
  * main_cord symbol), -LS_E_UNSUPPORTED when no layout row fits (WHY
  * filled with what was found). */
 int fiber_tarantool_list(struct target *t, struct fiber_list *out, char *why, size_t whylen);
+
+/* fiber_tarantool_list's work on the cord at target address CORD, read
+ * through M (tests: a synthetic image); same results but -LS_E_NOTLUA.
+ * On error OUT holds nothing (fiber_list_free is harmless). */
+int fiber_cord_list(struct mem *m, uint64_t cord, struct fiber_list *out, char *why, size_t whylen);
 
 /* Print every layout row to F, one offset a line, for
  * tests/dump-fibers-layout.test: "ROW\tstruct cord\tfiber\t0" (C
