@@ -242,7 +242,7 @@ static const struct cli_option {
 	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
 	  "snapshots --interval takes (default 2, at most 1000)",
 	  INT(heap_count, 2, 1000, "invalid count", "expected 2 to 1000 snapshots") },
-	/* C++ names (elf_sym.c, docs/names.md) */
+	/* C++ names (elf_sym.c, docs/naming.md §5) */
 	{ "no-demangle", 0, OPT_NO_DEMANGLE, NULL, R | T | D, GRP_OUTPUT,
 	  "show C++ symbol names mangled, as the ELF file spells\n"
 	  "them (default: demangled, as perf shows them)",

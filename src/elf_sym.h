@@ -83,7 +83,7 @@ int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *o
  * with no symbol; never an absolute address. */
 const char *symtab_offset_name(const struct sym_info *si, uint64_t at);
 
-/* C++ names (docs/names.md §1): with ON set (the default), symbol
+/* C++ names (docs/naming.md §5): with ON set (the default), symbol
  * names symtab_lookup() gives that are Itanium-mangled ("_Z...") come
  * demangled, as perf and eu-stack -C show them: "ns::Class::method(int)"
  * for "_ZN2ns5Class6methodEi", clones kept ("f() [clone .cold]"). Off

@@ -715,7 +715,7 @@ static const char *c_frame_name(struct wctx *c, uint64_t cfn, const char *cs, st
 		nm = intern(cs);
 	/* no name at all: the module and ELF address of the function, the
 	 * same in every process (as LuaJIT's C functions and native code
-	 * are named, docs/names.md §2), never the absolute address but
+	 * are named, docs/naming.md §5), never the absolute address but
 	 * outside any module */
 	if (!nm)
 		nm = symtab_offset_name(&si, cfn);
