@@ -714,9 +714,9 @@ static const char *c_frame_name(struct wctx *c, uint64_t cfn, const char *cs, st
 	if (!nm && cs)
 		nm = intern(cs);
 	/* no name at all: the module and ELF address of the function, the
-	 * same in every process (as LuaJIT's C functions and native code
-	 * are named, docs/naming.md §5), never the absolute address but
-	 * outside any module */
+	 * same in every process, as LuaJIT's C functions and native code
+	 * are named (docs/naming.md §5); the absolute address only for a
+	 * function in no module */
 	if (!nm)
 		nm = symtab_offset_name(&si, cfn);
 	return nm ? nm : internf("[C function 0x%llx]", (unsigned long long)cfn);
