@@ -70,3 +70,5 @@ complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s d -l duration -x
 complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -l perf-map-append -d 'add to an existing map'
 complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s v -l verbose -d 'say how the VM was found'
 complete -c luaspy -n "__fish_seen_subcommand_from perf-map" -s h -l help -d 'show help'
+# C++ names (docs/naming.md)
+complete -c luaspy -n "__fish_seen_subcommand_from record top dump" -l no-demangle -d 'show C++ names mangled'

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "cli.h"
 #include "config.h"
+#include "elf_sym.h"
 #include "err.h"
 #include "msg.h"
 #include "out.h"
@@ -29,6 +30,7 @@ enum {
 	OPT_PERF_MAP,
 	OPT_PGREP, OPT_PGREP_FULL,
 	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT,
+	OPT_NO_DEMANGLE,
 	OPT_COROUTINES
 };
 
@@ -241,6 +243,11 @@ static const struct cli_option {
 	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
 	  "snapshots --interval takes (default 2, at most 1000)",
 	  INT(heap_count, 2, 1000, "invalid count", "expected 2 to 1000 snapshots") },
+	/* C++ names (elf_sym.c, docs/naming.md §5) */
+	{ "no-demangle", 0, OPT_NO_DEMANGLE, NULL, R | T | D, GRP_OUTPUT,
+	  "show C++ symbol names mangled, as the ELF file spells\n"
+	  "them (default: demangled, as perf shows them)",
+	  FLAG(no_demangle) },
 	/* record --coroutines (merge_coroutine_root, docs/coroutines.md) */
 	{ "coroutines", 0, OPT_COROUTINES, NULL, R, GRP_OUTPUT,
 	  "add a root frame per Lua coroutine: main, or coroutine\n"
@@ -742,6 +749,10 @@ static int settle_options(struct cli_opts *o)
 int cli_run(struct cli_opts *o)
 {
 	msg_verbose = o->verbose;
+	symtab_demangle(!o->no_demangle);
+	if (!o->no_demangle && !symtab_can_demangle() &&
+	    (o->cmd == CMD_RECORD || o->cmd == CMD_TOP || o->cmd == CMD_DUMP))
+		msg_debug(1, "C++ names stay mangled: built without a demangler (libstdc++'s __cxa_demangle)");
 	switch (o->cmd) {
 	case CMD_DUMP: return cmd_dump(o);
 	case CMD_RECORD: return cmd_record(o);

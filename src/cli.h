@@ -66,6 +66,7 @@ struct cli_opts {
 	int npids;                 /* how many; 0 without --pgrep; pids[0] == pid */
 	double heap_interval_s;    /* heap --interval SECS: 0 = one snapshot */
 	int heap_count;            /* heap --count K: snapshots with --interval (2..1000) */
+	int no_demangle;           /* --no-demangle: C++ names as mangled (elf_sym.h) */
 	int coroutines;            /* record --coroutines: a root frame per Lua coroutine */
 };
 

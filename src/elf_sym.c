@@ -1,6 +1,8 @@
 /* elf_sym.c: modules and symbolization with libdwfl. */
+#include "config.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,6 +501,101 @@ void symtab_resolve_line(struct frame *fr)
 	fr->line = si.line;
 }
 
+/* ---- C++ names (symtab_demangle) ---- */
+
+#ifdef HAVE_CXA_DEMANGLE
+/* libstdc++'s demangler (the Itanium C++ ABI's C entry point, as
+ * elfutils' eu-stack uses it): a malloc'd string, or NULL and *STATUS
+ * < 0 for a name it does not accept. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+#endif
+
+static int demangle_on = 1;
+
+void symtab_demangle(int on)
+{
+	demangle_on = on;
+}
+
+int symtab_can_demangle(void)
+{
+#ifdef HAVE_CXA_DEMANGLE
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+/* Mangled name -> the name shown, both interned: one demangling per
+ * distinct symbol name (a symbol met at many addresses, in many
+ * symtabs, is demangled once). Guarded by dm_lock: lookups run on the
+ * sampler's and the stop window's threads. */
+struct dm_ent {
+	const char *mangled, *shown;
+};
+static struct dm_ent *dm;
+static size_t ndm, dm_cap;
+static struct htab dm_ix;
+static pthread_mutex_t dm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int dm_eq(const void *ctx, uint32_t i)
+{
+	return dm[i].mangled == (const char *)ctx;
+}
+
+/* Is NAME an Itanium C++ ABI mangled name ("_Z", as perf and libiberty
+ * test it)? Other names are not given to the demangler: it reads a bare
+ * "i" or "f" (C symbols) as a type and would call them int and float. */
+static int is_mangled(const char *name)
+{
+	return name[0] == '_' && name[1] == 'Z';
+}
+
+/* The demangled form of the mangled name NAME (SYM_DEMANGLE_MAX_BYTES at
+ * most), interned, or NAME when the demangler refuses it. */
+static const char *demangle_one(const char *name)
+{
+#ifdef HAVE_CXA_DEMANGLE
+	int status = -1;
+	char *d = __cxa_demangle(name, NULL, NULL, &status);
+	const char *r = name;
+	if (d && status == 0 && d[0])
+		r = intern(d);
+	free(d);
+	return r;
+#else
+	return name;
+#endif
+}
+
+const char *symtab_demangled(const char *name)
+{
+	if (!name || !demangle_on || !symtab_can_demangle() || !is_mangled(name))
+		return name;
+	/* bounded before the demangler reads it: names come from the
+	 * target's files (untrusted); a longer one stays mangled */
+	if (strnlen(name, SYM_DEMANGLE_MAX_BYTES + 1) > SYM_DEMANGLE_MAX_BYTES)
+		return name;
+	uint64_t h = htab_fnv1a_ptr(HTAB_FNV_INIT, name);
+	size_t pos;
+	const char *r = name;
+	pthread_mutex_lock(&dm_lock);
+	int64_t i = htab_reserve(&dm_ix) < 0 ? -2 : htab_find(&dm_ix, h, dm_eq, name, &pos);
+	if (i >= 0) {
+		r = dm[i].shown;
+	} else {
+		r = demangle_one(name);
+		/* out of memory: demangled again next time, still right */
+		if (i == -1 && array_grow(&dm, &dm_cap, ndm + 1, sizeof *dm) == 0) {
+			dm[ndm] = (struct dm_ent){ name, r };
+			htab_insert(&dm_ix, pos, h, (uint32_t)ndm);
+			ndm++;
+		}
+	}
+	pthread_mutex_unlock(&dm_lock);
+	return r;
+}
+
 static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *out,
 			    int *found)
 {
@@ -521,7 +618,8 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 	const char *name = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
 	if (name && (sym.st_size == 0 ? off == 0 : off < sym.st_size)) {
 		const char *at = strchr(name, '@'); /* drop symbol versions: memcpy@GLIBC_2.14 */
-		out->name = at && at != name ? intern_n(name, (size_t)(at - name)) : intern(name);
+		out->name = symtab_demangled(at && at != name ? intern_n(name, (size_t)(at - name))
+							      : intern(name));
 		out->func_start = a - off;
 		out->func_end = out->func_start + sym.st_size;
 		*found = 1;

@@ -83,6 +83,27 @@ int symtab_lookup(struct symtab *s, uint64_t pc, int retaddr, struct sym_info *o
  * with no symbol; never an absolute address. */
 const char *symtab_offset_name(const struct sym_info *si, uint64_t at);
 
+/* C++ names (docs/naming.md §5): with ON set (the default), symbol
+ * names symtab_lookup() gives that are Itanium-mangled ("_Z...") come
+ * demangled, as perf and eu-stack -C show them: "ns::Class::method(int)"
+ * for "_ZN2ns5Class6methodEi", clones kept ("f() [clone .cold]"). Off
+ * (--no-demangle): names as the ELF file spells them. Names longer than
+ * SYM_DEMANGLE_MAX_BYTES, and those the demangler refuses, stay
+ * mangled. Global (all symtabs); set it before the first lookup (names
+ * are cached per address). */
+void symtab_demangle(int on);
+#define SYM_DEMANGLE_MAX_BYTES 4096
+
+/* Was luaspy built with a demangler (configure found libstdc++'s
+ * __cxa_demangle)? 1 or 0; without one, names stay mangled. */
+int symtab_can_demangle(void);
+
+/* NAME (interned, or NULL) as shown: its demangled form (interned;
+ * one demangling per distinct name, cached) when demangling is on and
+ * NAME is a mangled C++ name the demangler accepts; else NAME itself.
+ * Thread-safe. */
+const char *symtab_demangled(const char *name);
+
 /* Lines later (record): with ON set, symtab_lookup no longer reads DWARF
  * (loading a module's line tables costs 65+ ms of CPU on the first
  * lookup, which held up the first sample); it gives LINE = -token, a

@@ -690,7 +690,8 @@ static void walk_bottoms(struct wctx *c)
 
 /* Name of C function CFN: its symbol (as merge.h names fused C
  * frames), else the name the target's package.loaded gives it
- * (stripped), else the call site's CS. Sets F->module. */
+ * (stripped), else the call site's CS, else "MODULE+0xOFF" (OFF its ELF
+ * address). Sets F->module. */
 static const char *c_frame_name(struct wctx *c, uint64_t cfn, const char *cs, struct frame *f)
 {
 	struct sym_info si;
@@ -712,6 +713,12 @@ static const char *c_frame_name(struct wctx *c, uint64_t cfn, const char *cs, st
 		nm = puc_cname_find(c->vm, cfn);
 	if (!nm && cs)
 		nm = intern(cs);
+	/* no name at all: the module and ELF address of the function, the
+	 * same in every process, as LuaJIT's C functions and native code
+	 * are named (docs/naming.md §5); the absolute address only for a
+	 * function in no module */
+	if (!nm)
+		nm = symtab_offset_name(&si, cfn);
 	return nm ? nm : internf("[C function 0x%llx]", (unsigned long long)cfn);
 }
 
