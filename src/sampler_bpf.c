@@ -22,7 +22,7 @@
 extern const unsigned char sampler_bpf_obj[];
 extern const size_t sampler_bpf_obj_len;
 
-#define POOL 32                    /* records waiting for their perf sample */
+#define POOL 64                    /* records waiting for their perf sample */
 #define PAIR_NS 200000ull          /* a record and its sample are at most this apart
                                     * (measured: docs/sampling.md §8); a thread's
                                     * ticks are 1/rate s of its CPU time apart */
