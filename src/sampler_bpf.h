@@ -9,8 +9,8 @@
  * and copies, at the tick, g's vmstate/cur_L/jit_base, the running
  * lua_State's header and Lua stack window (at most 16 KiB) and the main
  * thread's (8 KiB) into a BPF ring buffer. Each perf sample is paired
- * with the record of the same tick (same thread, taken a few µs before
- * it on the same clock), and the walk reads those ranges from the copy
+ * with the record of the same tick (same thread, stamped within a few µs
+ * of it on the same clock), and the walk reads those ranges from the copy
  * (a struct mem_overlay under the native stack copy), everything else
  * (prototypes, strings, immutable while alive) from the heap as before.
  * Without libbpf or clang at build time, or when the program cannot be

@@ -53,7 +53,8 @@ struct lsbpf_thr {
 
 /* One tick: written by the program into its ring buffer just before
  * the kernel writes the perf sample of the same overflow (same thread,
- * a few µs earlier on the same clock: CLOCK_MONOTONIC). DATA holds
+ * same clock, CLOCK_MONOTONIC: stamped 0.2-3.3 µs after the sample's
+ * time, docs/sampling.md §8). DATA holds
  * thread 0's window at 0 and thread 1's at LSBPF_STACK0_MAX; a window is
  * at most its maximum less 8 bytes. The record is written up to the end
  * of the last window present. */
