@@ -6,21 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include "err.h"
-#include "sampler_bpf.h"
-
-#if HAVE_BPF
-#include <stdarg.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include "msg.h"
+#include "sampler_bpf.h"
 #include "sampler_bpf_rec.h"
 #include "target.h"
 #include "vm.h"
 #include "vm_luajit.h"
 
+#if HAVE_BPF
+#include <stdarg.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
 /* the object file, embedded by the build (sampler_bpf_obj.c) */
 extern const unsigned char sampler_bpf_obj[];
 extern const size_t sampler_bpf_obj_len;
+#else
+struct bpf_object;
+struct ring_buffer;
+#endif
 
 #define POOL 64                    /* records waiting for their perf sample */
 #define PAIR_NS 200000ull          /* a record and its sample are at most this apart
@@ -46,6 +50,23 @@ struct sampler_bpf {
 	struct bpf_tick_counts c;
 };
 
+static struct sampler_bpf *bpf_new(void)
+{
+	struct sampler_bpf *b = calloc(1, sizeof *b);
+	if (!b || !(b->pool = malloc(POOL * sizeof *b->pool))) {
+		free(b);
+		return NULL;
+	}
+	b->prog_fd = b->cfg_fd = -1;
+	return b;
+}
+
+int sampler_bpf_new_unloaded(struct sampler_bpf **out)
+{
+	return (*out = bpf_new()) ? 0 : -LS_E_NOMEM;
+}
+
+#if HAVE_BPF
 static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG)
@@ -69,15 +90,15 @@ static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
 	free(buf);
 	return 0;
 }
+#endif
 
-/* ring_buffer callback: keep the record in a free slot (or the oldest). */
-static int on_record(void *ctx, void *data, size_t len)
+/* Keep record DATA (LEN bytes) in a free slot (or the oldest). */
+int sampler_bpf_feed(struct sampler_bpf *b, const void *data, size_t len)
 {
-	struct sampler_bpf *b = ctx;
 	size_t head = offsetof(struct lsbpf_rec, data);
 	b->c.records++;
 	if (len < head || len > sizeof(struct lsbpf_rec))
-		return 0;
+		return -1;
 	int k = -1;
 	for (int i = 0; i < POOL && k < 0; i++)
 		if (!b->used[i])
@@ -95,21 +116,25 @@ static int on_record(void *ctx, void *data, size_t len)
 	if (r->th[0].len > LSBPF_STACK0_MAX || r->th[1].len > LSBPF_STACK1_MAX ||
 	    r->th[0].len > len - head ||
 	    (r->th[1].len && LSBPF_STACK0_MAX + (size_t)r->th[1].len > len - head))
-		return 0;
+		return -1;
 	b->used[k] = 1;
 	b->seq[k] = ++b->nseq;
 	return 0;
 }
 
+#if HAVE_BPF
+/* ring_buffer callback */
+static int on_record(void *ctx, void *data, size_t len)
+{
+	sampler_bpf_feed(ctx, data, len);
+	return 0;
+}
+
 int sampler_bpf_open(struct sampler_bpf **out, char *why, size_t whylen)
 {
-	struct sampler_bpf *b = calloc(1, sizeof *b);
-	if (!b || !(b->pool = malloc(POOL * sizeof *b->pool))) {
-		if (b)
-			free(b);
+	struct sampler_bpf *b = bpf_new();
+	if (!b)
 		return -LS_E_NOMEM;
-	}
-	b->prog_fd = b->cfg_fd = -1;
 	libbpf_set_print(print_fn);
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "luaspy_tick");
 	b->obj = bpf_object__open_mem(sampler_bpf_obj, sampler_bpf_obj_len, &oo);
@@ -143,12 +168,24 @@ fail:
 	return -LS_E_UNSUPPORTED;
 }
 
+#else
+int sampler_bpf_open(struct sampler_bpf **out, char *why, size_t whylen)
+{
+	(void)out;
+	snprintf(why, whylen, "built without the eBPF tick copy (configure found no libbpf or "
+		 "no clang with a bpf target)");
+	return -LS_E_UNSUPPORTED;
+}
+#endif
+
 void sampler_bpf_close(struct sampler_bpf *b)
 {
 	if (!b)
 		return;
+#if HAVE_BPF
 	ring_buffer__free(b->rb);
 	bpf_object__close(b->obj);
+#endif
 	free(b->pool);
 	free(b);
 }
@@ -191,6 +228,12 @@ int sampler_bpf_target(struct sampler_bpf *b, pid_t pid, struct target *t)
 	c.L_stacksize = ol->L_stacksize;
 	if (l->g_jit_base < l->g_cur_L || c.g_cur_len > 16 || c.hdr_len > LSBPF_HDR_MAX)
 		return 0;
+	return sampler_bpf_config(b, pid, &c);
+}
+
+int sampler_bpf_config(struct sampler_bpf *b, pid_t pid, const struct lsbpf_cfg *cp)
+{
+	struct lsbpf_cfg c = *cp;
 	struct proc_cfg *p = proc_find(b, pid);
 	if (p && !memcmp(&p->cfg, &c, sizeof c))
 		return 1;
@@ -201,12 +244,14 @@ int sampler_bpf_target(struct sampler_bpf *b, pid_t pid, struct target *t)
 		p->pid = pid;
 	}
 	p->cfg = c;
+#if HAVE_BPF
 	uint32_t key = (uint32_t)pid;
-	if (bpf_map_update_elem(b->cfg_fd, &key, &c, BPF_ANY) < 0) {
+	if (b->cfg_fd >= 0 && bpf_map_update_elem(b->cfg_fd, &key, &c, BPF_ANY) < 0) {
 		msg_debug(1, "pid %d: eBPF tick copy not configured: %s", (int)pid, strerror(errno));
 		*p = b->procs[--b->nprocs];
 		return -LS_E_UNSUPPORTED;
 	}
+#endif
 	msg_debug(1, "pid %d: eBPF tick copy of state 0x%llx (cur_L and main thread: header, "
 		  "%u and %u bytes of Lua stack)", (int)pid, (unsigned long long)c.g,
 		  LSBPF_STACK0_MAX, LSBPF_STACK1_MAX);
@@ -218,8 +263,11 @@ void sampler_bpf_forget(struct sampler_bpf *b, pid_t pid)
 	struct proc_cfg *p = proc_find(b, pid);
 	if (!p)
 		return;
+#if HAVE_BPF
 	uint32_t key = (uint32_t)pid;
-	bpf_map_delete_elem(b->cfg_fd, &key);
+	if (b->cfg_fd >= 0)
+		bpf_map_delete_elem(b->cfg_fd, &key);
+#endif
 	*p = b->procs[--b->nprocs];
 }
 
@@ -256,11 +304,13 @@ struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid
 	if (!p)
 		return NULL;
 	int k = pick(b, tid, time_ns);
-	if (k < 0) {
+#if HAVE_BPF
+	if (k < 0 && b->rb) {
 		/* written just before the sample: maybe not read yet */
 		ring_buffer__consume(b->rb);
 		k = pick(b, tid, time_ns);
 	}
+#endif
 	if (k < 0 || b->pool[k].g != p->cfg.g) {
 		b->c.unpaired++;
 		return NULL;
@@ -296,32 +346,3 @@ const struct bpf_tick_counts *sampler_bpf_counts(const struct sampler_bpf *b)
 	return &b->c;
 }
 
-#else /* !HAVE_BPF */
-
-struct sampler_bpf {
-	struct bpf_tick_counts c;
-};
-
-int sampler_bpf_open(struct sampler_bpf **out, char *why, size_t whylen)
-{
-	(void)out;
-	snprintf(why, whylen, "built without the eBPF tick copy (configure found no libbpf or "
-		 "no clang with a bpf target)");
-	return -LS_E_UNSUPPORTED;
-}
-void sampler_bpf_close(struct sampler_bpf *b) { (void)b; }
-int sampler_bpf_prog_fd(const struct sampler_bpf *b) { (void)b; return -1; }
-int sampler_bpf_target(struct sampler_bpf *b, pid_t pid, struct target *t)
-{
-	(void)b; (void)pid; (void)t;
-	return 0;
-}
-void sampler_bpf_forget(struct sampler_bpf *b, pid_t pid) { (void)b; (void)pid; }
-struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns)
-{
-	(void)b; (void)pid; (void)tid; (void)time_ns;
-	return NULL;
-}
-const struct bpf_tick_counts *sampler_bpf_counts(const struct sampler_bpf *b) { return &b->c; }
-
-#endif

@@ -72,4 +72,18 @@ struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid
 /* The counts so far. */
 const struct bpf_tick_counts *sampler_bpf_counts(const struct sampler_bpf *b);
 
+/* For tests (tests/t_sampler_bpf.c) and the paths above: */
+struct lsbpf_cfg;
+/* A B with no program loaded (pairing and overlays only): 0 or
+ * -LS_E_NOMEM. Freed by sampler_bpf_close. */
+int sampler_bpf_new_unloaded(struct sampler_bpf **out);
+/* Configure process PID with C (sampler_bpf_rec.h; also written to the
+ * program's map when one is loaded). 1, or -LS_E_UNSUPPORTED (the map
+ * refused), 0 when LSBPF_MAX_PROCS are configured. */
+int sampler_bpf_config(struct sampler_bpf *b, pid_t pid, const struct lsbpf_cfg *c);
+/* Take record DATA (LEN bytes, struct lsbpf_rec up to its last window)
+ * as the ring gives it. 0, or -1 when its sizes do not fit LEN (not
+ * kept). */
+int sampler_bpf_feed(struct sampler_bpf *b, const void *data, size_t len);
+
 #endif
