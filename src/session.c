@@ -799,6 +799,7 @@ int session_finish(struct session *s)
 	follow_close(&s->fl);
 	if (s->perf)
 		close(s->epfd);
+	sampler_bpf_close(s->bpf);
 	child_housekeep(NULL);
 	stopper_end();
 	thread_snap_free(&s->ts);
