@@ -281,9 +281,11 @@ static ssize_t guard_read(struct mem *base, uint64_t addr, void *buf, size_t len
 	return g->under->read(g->under, addr, buf, len);
 }
 
-/* One capture and walk of the copies in TS (sampler_sample_copy). */
+/* One capture and walk of the copies in TS (sampler_sample_copy); TICK
+ * (or NULL) sits between the red zone guard and the live target. */
 static int copy_walk(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
-		     const struct user_regs_struct *regs, struct stack *out, struct walk_info *info)
+		     const struct user_regs_struct *regs, struct mem_overlay *tick,
+		     struct stack *out, struct walk_info *info)
 {
 	memset(info, 0, sizeof *info);
 	stack_clear(out);
@@ -296,7 +298,12 @@ static int copy_walk(struct target *t, const struct sampler_opts *o, struct thre
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
 	/* as --nonblocking: no page cache over a running target */
 	target_sample_reader(t, ts, 0);
-	struct red_zone_guard g = { .base.read = guard_read, .under = ts->ov.under,
+	struct mem *live = ts->ov.under;
+	if (tick) {
+		tick->under = live;
+		live = &tick->base;
+	}
+	struct red_zone_guard g = { .base.read = guard_read, .under = live,
 				    .lo = regs->rsp - RED_ZONE, .hi = regs->rsp };
 	ts->ov.under = &g.base;
 	int rc = 0;
@@ -307,7 +314,7 @@ static int copy_walk(struct target *t, const struct sampler_opts *o, struct thre
 		rc = walk(t, o, ts, out, info);
 	if (g.refused)
 		ts->native.truncated = 1;
-	ts->ov.under = g.under;
+	ts->ov.under = tick ? tick->under : g.under;
 	return rc;
 }
 
@@ -351,7 +358,8 @@ static int same_stack(const struct stack *a, const struct stack *b)
 
 int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
 			const struct user_regs_struct *regs, const uint8_t *stack, size_t stack_len,
-			struct stack *out, struct stack *again, struct walk_info *info, uint64_t *walk_ns)
+			struct mem_overlay *tick, struct stack *out, struct stack *again,
+			struct walk_info *info, uint64_t *walk_ns)
 {
 	ts->state = 'R';
 	if (stack_len > o->stack_copy_bytes)
@@ -362,7 +370,7 @@ int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct t
 	ts->stack_addr = regs->rsp;
 	ts->stack_len = stack_len;
 	uint64_t tw = time_now_ns();
-	int rc = copy_walk(t, o, ts, regs, out, info);
+	int rc = copy_walk(t, o, ts, regs, tick, out, info);
 	if (rc == 0 && t->vm && !strcmp(t->vm_ops->family, "luajit") &&
 	    (!c_callees_agree(t, ts) || !lines_known(out)))
 		rc = -LS_E_TORN;
@@ -379,7 +387,7 @@ int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct t
 		/* the heap read twice must give the same stack: a chain that
 		 * moved under the first walk is a torn sample */
 		struct walk_info i2;
-		int r2 = copy_walk(t, o, ts, regs, again, &i2);
+		int r2 = copy_walk(t, o, ts, regs, tick, again, &i2);
 		if (r2 < 0)
 			rc = r2;
 		else if (!same_stack(out, again))

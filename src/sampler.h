@@ -55,10 +55,14 @@ void thread_snap_free(struct thread_snap *ts);
  * the native stack unwound from the copy. OUT, INFO as for
  * sampler_sample_thread; *WALK_NS the time spent. AGAIN (scratch, may
  * be NULL): walk a second time into it and call the sample torn when the
- * two stacks differ (the chain moved while it was read). Returns 0 or
- * -LS_E_* (TORN/GARBAGE/FAULT: the heap no longer matched the sample). */
+ * two stacks differ (the chain moved while it was read). TICK (or NULL):
+ * target memory copied at the tick (the eBPF tick copy, sampler_bpf.h),
+ * read in place of the live target inside its regions; its UNDER is set
+ * here. Returns 0 or -LS_E_* (TORN/GARBAGE/FAULT: the heap no longer
+ * matched the sample). */
 int sampler_sample_copy(struct target *t, const struct sampler_opts *o, struct thread_snap *ts,
 			const struct user_regs_struct *regs, const uint8_t *stack, size_t stack_len,
-			struct stack *out, struct stack *again, struct walk_info *info, uint64_t *walk_ns);
+			struct mem_overlay *tick, struct stack *out, struct stack *again,
+			struct walk_info *info, uint64_t *walk_ns);
 
 #endif

@@ -11,6 +11,7 @@
 #include <asm/perf_regs.h>
 #include <linux/perf_event.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include "err.h"
@@ -49,6 +50,7 @@ struct perf_proc {
 	size_t stack_bytes;
 	int exclude_kernel;             /* learned at the first open */
 	unsigned ring_pages;
+	int bpf_fd;                     /* eBPF program attached to new events, -1 */
 	struct perf_counts *c;
 	struct perf_thread *th;
 	int n, cap;
@@ -133,6 +135,7 @@ int perf_proc_open(pid_t pid, int epfd, double rate_hz, size_t stack_bytes,
 	p->stack_bytes = stack_bytes > STACK_MAX ? STACK_MAX : stack_bytes < 512 ? 512 : stack_bytes;
 	p->ring_pages = RING_PAGES;
 	p->exclude_kernel = -1;
+	p->bpf_fd = -1;
 	p->c = c;
 	p->rec_cap = 65536;
 	p->rec = malloc(p->rec_cap);
@@ -169,6 +172,17 @@ void perf_proc_close(struct perf_proc *p)
 	free(p);
 }
 
+void perf_proc_set_bpf(struct perf_proc *p, int prog_fd)
+{
+	if (p->bpf_fd == prog_fd)
+		return;
+	p->bpf_fd = prog_fd;
+	/* the events opened before (the state was found by a walk) */
+	for (int i = 0; prog_fd >= 0 && i < p->n; i++)
+		if (p->th[i].fd >= 0 && ioctl(p->th[i].fd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0)
+			p->c->bpf_failed++;
+}
+
 void perf_hup(int epfd, int fd)
 {
 	epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
@@ -195,6 +209,8 @@ static int thread_open(struct perf_proc *p, pid_t tid, struct perf_thread *th)
 	}
 	if (fd < 0)
 		return -errno;
+	if (p->bpf_fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_BPF, p->bpf_fd) < 0)
+		p->c->bpf_failed++;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *ring = MAP_FAILED;
 	/* mlock limits (perf_event_mlock_kb, RLIMIT_MEMLOCK) may refuse a

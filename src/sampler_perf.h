@@ -30,6 +30,7 @@ struct perf_counts {
 	uint64_t open_failed;    /* thread events that could not be opened (thread gone...) */
 	uint64_t user_only;      /* 1 when events exclude the kernel (unprivileged): no
 	                          * sample while a thread runs in a system call */
+	uint64_t bpf_failed;     /* events the eBPF tick program could not be attached to */
 };
 
 /* One sample as the kernel took it. Valid until the next perf_proc_next. */
@@ -57,6 +58,12 @@ struct perf_proc;
  * (kept by the caller). 0 with *OUT, or -LS_E_NOMEM. */
 int perf_proc_open(pid_t pid, int epfd, double rate_hz, size_t stack_bytes,
 		   struct perf_counts *c, struct perf_proc **out);
+
+/* Attach the eBPF program PROG_FD (sampler_bpf.h; -1: none) to every
+ * event of P, those open and those it opens from now on
+ * (PERF_EVENT_IOC_SET_BPF); an event it cannot be attached to is counted
+ * in bpf_failed and sampled without. Again with the same fd: no-op. */
+void perf_proc_set_bpf(struct perf_proc *p, int prog_fd);
 
 /* Close every event of P and free it. NULL is a no-op. */
 void perf_proc_close(struct perf_proc *p);

@@ -22,6 +22,7 @@
 #include "proc_ptrace.h"
 #include "proc_task.h"
 #include "sampler.h"
+#include "sampler_bpf.h"
 #include "sampler_perf.h"
 #include "session.h"
 #include "stopper.h"
@@ -60,6 +61,8 @@ struct session {
 	char sampler_why[320];     /* why this sampler (--stats, -v) */
 	int perf_once;             /* perf: one walk per sample, not two (environment
 	                            * LUASPY_PERF_ONCE, for measurements) */
+	struct sampler_bpf *bpf;   /* perf: the eBPF tick copy (sampler_bpf.h), or NULL */
+	char bpf_why[256];         /* perf: why there is none (--stats) */
 };
 
 static void on_signal(int sig)
@@ -93,6 +96,7 @@ static int start_failed(struct session *s, int code)
 	follow_close(&s->fl);
 	if (s->perf)
 		close(s->epfd);
+	sampler_bpf_close(s->bpf);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
@@ -221,6 +225,20 @@ static int choose_sampler(struct session *s, pid_t pid)
 	snprintf(s->sampler_why, sizeof s->sampler_why,
 		 "perf (task-clock event per thread, %zu bytes of stack per sample)", s->so.stack_copy_bytes);
 	msg_debug(1, "sampler: %s", s->sampler_why);
+	/* the Lua state at the tick: eBPF when it loads (LUASPY_PERF_NO_BPF
+	 * turns it off, for measurements), else read after the sample */
+	int rc = -LS_E_UNSUPPORTED;
+	if (getenv("LUASPY_PERF_NO_BPF"))
+		snprintf(s->bpf_why, sizeof s->bpf_why, "off (LUASPY_PERF_NO_BPF)");
+	else
+		rc = sampler_bpf_open(&s->bpf, s->bpf_why, sizeof s->bpf_why);
+	if (rc == -LS_E_NOMEM)
+		return rc;
+	if (rc == 0)
+		msg_debug(1, "sampler: perf: LuaJIT state copied at each tick by an eBPF program");
+	else
+		msg_debug(1, "sampler: perf: no eBPF tick copy, the Lua state is read after each sample: %s",
+			  s->bpf_why);
 	return 0;
 }
 
@@ -446,7 +464,8 @@ static void drain_target(struct session *s, struct profile *p, struct tgt *tg)
 		uint64_t walk_ns = 0;
 		s->ts.tid = ps.tid;
 		uint64_t age = time_now_ns() - ps.time_ns;
-		int rc = sampler_sample_copy(tg->t, &s->so, &s->ts, &ps.regs, ps.stack, ps.stack_len,
+		struct mem_overlay *tick = s->bpf ? sampler_bpf_pair(s->bpf, tg->pid, ps.tid, ps.time_ns) : NULL;
+		int rc = sampler_sample_copy(tg->t, &s->so, &s->ts, &ps.regs, ps.stack, ps.stack_len, tick,
 					     &s->stack, s->perf_once ? NULL : &s->again, &info, &walk_ns);
 		s->st.threads++;
 		if (rc < 0) {
@@ -476,6 +495,8 @@ static void perf_target(struct session *s, struct profile *p, struct tgt *tg)
 	int rc = threads_update(&tg->threads, tg->pid);
 	if (rc < 0) {
 		drain_target(s, p, tg); /* what it left before it exited */
+		if (s->bpf)
+			sampler_bpf_forget(s->bpf, tg->pid);
 		tg->dead = 1;
 		threads_drop(&tg->threads);
 		return;
@@ -483,6 +504,10 @@ static void perf_target(struct session *s, struct profile *p, struct tgt *tg)
 	if (!tg->t->perf && perf_proc_open(tg->pid, s->epfd, s->o.rate_hz, s->so.stack_copy_bytes,
 					   &s->pc, &tg->t->perf) < 0)
 		return;
+	/* the tick program on every event, configured once the state is
+	 * known (and again if it changes) */
+	if (s->bpf && sampler_bpf_target(s->bpf, tg->pid, tg->t) == 1)
+		perf_proc_set_bpf(tg->t->perf, sampler_bpf_prog_fd(s->bpf));
 	rc = perf_proc_sync(tg->t->perf, tg->threads.th, tg->threads.n);
 	if (rc == -LS_E_PERM && !tg->perf_refused) {
 		tg->perf_refused = 1;
@@ -721,6 +746,17 @@ void session_print_stats(const struct session *s, FILE *f)
 			(unsigned long long)s->pc.throttled, (unsigned long long)s->pc.no_regs,
 			(unsigned long long)s->pc.opened, (unsigned long long)s->pc.open_failed,
 			s->pc.user_only ? " (user mode only: no sample inside system calls)" : "");
+		if (s->bpf) {
+			const struct bpf_tick_counts *b = sampler_bpf_counts(s->bpf);
+			fprintf(f, "perf tick copies (eBPF): %llu samples walked over one, %llu without; "
+				"%llu records unclaimed, %llu cut (Lua stack over %u KiB: frames below read "
+				"live), %llu events without the program; pairing gap max %.1f us\n",
+				(unsigned long long)b->paired, (unsigned long long)b->unpaired,
+				(unsigned long long)b->orphans, (unsigned long long)b->cut, 16u,
+				(unsigned long long)s->pc.bpf_failed, (double)b->max_delta_ns / 1e3);
+		} else {
+			fprintf(f, "perf tick copies (eBPF): none: %s\n", s->bpf_why);
+		}
 		pct(f, "sample age when walked", s->stop_us, s->nstop, s->st.samples);
 	} else {
 		pct(f, "stopped per sample", s->stop_us, s->nstop, s->st.samples);
@@ -772,6 +808,7 @@ int session_finish(struct session *s)
 	follow_close(&s->fl);
 	if (s->perf)
 		close(s->epfd);
+	sampler_bpf_close(s->bpf);
 	child_housekeep(NULL);
 	stopper_end();
 	thread_snap_free(&s->ts);

@@ -1,0 +1,157 @@
+/* sampler_bpf_tick.bpf.c: eBPF program run by the kernel at each tick of
+ * the perf sampler's events (BPF_PROG_TYPE_PERF_EVENT, attached with
+ * PERF_EVENT_IOC_SET_BPF to every thread's event, sampler_perf.c). It
+ * copies, while the thread is interrupted, what the LuaJIT walk needs
+ * and what changes as soon as the thread runs on: g's vmstate, cur_L and
+ * jit_base, the running lua_State's header and its Lua stack window,
+ * and the same for the main thread (most often the resumer of a
+ * coroutine), into a ring buffer luaspy pairs with the perf sample
+ * (sampler_bpf.c). Returns 1: the kernel then writes the perf sample as
+ * without the program. Built with clang -target bpf; the record layout
+ * is sampler_bpf_rec.h; docs/sampling.md §8. */
+#include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
+#include <bpf/bpf_helpers.h>
+#include "../sampler_bpf_rec.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LSBPF_MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct lsbpf_cfg);
+} lsbpf_cfg SEC(".maps");
+
+/* scratch for one record (too large for the BPF stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct lsbpf_rec);
+} lsbpf_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} lsbpf_ring SEC(".maps");
+
+static __always_inline __u64 rd_ref(const struct lsbpf_cfg *c, __u64 addr)
+{
+	__u64 v = 0;
+	if (c->gcref == 8) {
+		bpf_probe_read_user(&v, 8, (const void *)addr);
+		return v & 0x7fffffffffffull;
+	}
+	__u32 w = 0;
+	bpf_probe_read_user(&w, 4, (const void *)addr);
+	return w;
+}
+
+/* A GCRef or MRef (a pointer: 8 bytes with GC64, else 4) at OFF of HDR. */
+static __always_inline __u64 hdr_ref(const struct lsbpf_cfg *c, const unsigned char *hdr, __u32 off)
+{
+	__u64 v = 0;
+	/* the mask keeps the verifier sure of the bound (an offset past
+	 * the header reads the record's next bytes, never past it) */
+	__builtin_memcpy(&v, hdr + (off & (LSBPF_HDR_MAX - 1)), 8);
+	return c->gcref == 8 ? v & 0x7fffffffffffull : v & 0xffffffffull;
+}
+
+/* Copy thread L's header into R->th[I] and its stack window, at most
+ * MAX bytes (a power of two) below its highest slot in use (L->top,
+ * L->base, HINT: the tick's BASE register when it lies in the stack),
+ * into R->data at AT (constants: the verifier must see the bounds).
+ * Returns the bytes of the window. */
+static __always_inline __u32 copy_thread(const struct lsbpf_cfg *c, struct lsbpf_rec *r, int i,
+					 __u64 L, __u64 hint, const __u32 at, const __u32 max)
+{
+	struct lsbpf_thr *t = &r->th[i];
+	__u32 hl = c->hdr_len;
+	t->L = L;
+	t->len = 0;
+	if (hl > LSBPF_HDR_MAX)
+		hl = LSBPF_HDR_MAX;
+	if (!L || bpf_probe_read_user(t->hdr, hl, (const void *)L) < 0)
+		return 0;
+	r->flags |= LSBPF_FL_HDR(i);
+	__u64 stack = hdr_ref(c, t->hdr, c->L_stack);
+	__u32 ssz = 0;
+	__builtin_memcpy(&ssz, t->hdr + (c->L_stacksize & (LSBPF_HDR_MAX - 1)), 4);
+	__u64 end = stack + (__u64)ssz * 8;
+	__u64 top = hdr_ref(c, t->hdr, c->L_top), base = hdr_ref(c, t->hdr, c->L_base);
+	__u64 hi = top > base ? top : base;
+	if (hint >= stack && hint < end && hint > hi)
+		hi = hint;
+	if (!stack || hi < stack || hi > end)
+		return 0;
+	hi += LSBPF_SLACK;
+	if (hi > end)
+		hi = end;
+	/* max - 8: the mask below bounds the length without changing it */
+	__u64 lo = hi - stack > max - 8 ? hi - (max - 8) : stack;
+	__u32 len = (__u32)(hi - lo) & (max - 1);
+	if (bpf_probe_read_user(r->data + at, len, (const void *)lo) < 0)
+		return 0;
+	t->lo = lo;
+	t->len = len;
+	r->flags |= LSBPF_FL_STK(i);
+	if (lo > stack)
+		r->flags |= LSBPF_FL_CUT(i);
+	return len;
+}
+
+SEC("perf_event")
+int lsbpf_tick(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = (__u32)(id >> 32), zero = 0;
+	const struct lsbpf_cfg *c = bpf_map_lookup_elem(&lsbpf_cfg, &pid);
+	if (!c || !c->g)
+		return 1;
+	struct lsbpf_rec *r = bpf_map_lookup_elem(&lsbpf_scratch, &zero);
+	if (!r)
+		return 1;
+	r->time_ns = bpf_ktime_get_ns();
+	r->tid = (__u32)id;
+	r->flags = 0;
+	r->g = c->g;
+	r->th[0].L = r->th[1].L = 0;
+	r->th[0].len = r->th[1].len = 0;
+	__u32 gl = c->g_cur_len;
+	if (gl > sizeof r->gcur)
+		gl = sizeof r->gcur;
+	if (bpf_probe_read_user(r->gvm, 4, (const void *)(c->g + c->g_vmstate)) == 0 &&
+	    bpf_probe_read_user(r->gcur, gl, (const void *)(c->g + c->g_cur_L)) == 0)
+		r->flags |= LSBPF_FL_G;
+	__u64 cur = 0, jb = 0;
+	if (c->gcref == 8) {
+		__builtin_memcpy(&cur, r->gcur, 8);
+		cur &= 0x7fffffffffffull;
+	} else {
+		__u32 w;
+		__builtin_memcpy(&w, r->gcur, 4);
+		cur = w;
+	}
+	/* BASE is rdx in the interpreter and on traces (vm_x64.dasc,
+	 * lj_target_x86.h RID_BASE); jit_base names a trace's */
+	if (c->g_jit_base)
+		jb = rd_ref(c, c->g + c->g_jit_base);
+	__u64 hint = (ctx->regs.cs & 3) == 3 ? ctx->regs.rdx : 0;
+	if (jb > hint)
+		hint = jb;
+	__u32 n0 = 0;
+	if (r->flags & LSBPF_FL_G)
+		n0 = copy_thread(c, r, 0, cur, hint, 0, LSBPF_STACK0_MAX);
+	/* the main thread's window sits at a fixed offset: the verifier
+	 * could not bound a variable one */
+	__u64 main = rd_ref(c, c->g + c->g_mainthref);
+	__u32 n1 = 0;
+	if (main && main != cur)
+		n1 = copy_thread(c, r, 1, main, 0, LSBPF_STACK0_MAX, LSBPF_STACK1_MAX);
+	__u64 size = __builtin_offsetof(struct lsbpf_rec, data) + (n1 ? LSBPF_STACK0_MAX + n1 : n0);
+	if (size > sizeof *r)
+		size = sizeof *r;
+	bpf_ringbuf_output(&lsbpf_ring, r, size, 0);
+	return 1;
+}

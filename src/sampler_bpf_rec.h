@@ -1,0 +1,73 @@
+/* sampler_bpf_rec.h: what the eBPF tick program (src/bpf/sampler_bpf_tick.bpf.c)
+ * and luaspy (sampler_bpf.c) share: the per-process configuration the
+ * program reads from its map and the record it writes at each tick.
+ * Plain fixed-width types only: this header is compiled for the BPF
+ * target too (clang -target bpf), where libc headers are not used.
+ * docs/sampling.md §8 ("The Lua state at the tick"). */
+#ifndef LUASPY_SAMPLER_BPF_REC_H
+#define LUASPY_SAMPLER_BPF_REC_H
+
+#define LSBPF_THREADS 2             /* threads copied per tick: g->cur_L, then
+                                     * the main thread (its resumer, most often) */
+#define LSBPF_HDR_MAX 128           /* bytes of a lua_State header copied */
+#define LSBPF_STACK0_MAX (16u << 10) /* bytes of cur_L's Lua stack copied */
+#define LSBPF_STACK1_MAX (8u << 10)  /* bytes of the main thread's */
+#define LSBPF_SLACK 256u            /* bytes copied above the highest slot in use */
+#define LSBPF_MAX_PROCS 64          /* processes configured at once */
+
+/* Record flags, per thread I: FL_HDR(I) its header was read, FL_STK(I)
+ * its stack window, FL_CUT(I) the window did not reach down to
+ * L->stack (the stack is larger than the copy: the frames below were
+ * read live). LSBPF_FL_G: g's vmstate, cur_L and jit_base were read. */
+#define LSBPF_FL_G        0x1u
+#define LSBPF_FL_HDR(i)   (0x10u << (i))
+#define LSBPF_FL_STK(i)   (0x100u << (i))
+#define LSBPF_FL_CUT(i)   (0x1000u << (i))
+
+/* One process's configuration, keyed by its pid (tgid). Offsets come
+ * from the LuaJIT walker's layout rows (vm_luajit_layout.c, through
+ * lj_tick_layout() in vm_luajit.h); nothing here is a layout of its own. */
+struct lsbpf_cfg {
+	unsigned long long g;        /* global_State address */
+	unsigned int g_vmstate;      /* offset of vmstate (i32) */
+	unsigned int g_cur_L;        /* offset of cur_L (GCRef); jit_base follows */
+	unsigned int g_cur_len;      /* bytes from cur_L to the end of jit_base (<= 16) */
+	unsigned int g_mainthref;    /* offset of mainthref (GCRef) */
+	unsigned int gcref;          /* 8 (GC64) or 4 */
+	unsigned int hdr_len;        /* lua_State bytes to copy (<= LSBPF_HDR_MAX) */
+	unsigned int L_stack;        /* offsets in lua_State: stack (MRef) */
+	unsigned int L_top;          /* top (TValue *) */
+	unsigned int L_base;         /* base (TValue *) */
+	unsigned int L_stacksize;    /* stacksize (u32, slots) */
+	unsigned int g_jit_base;     /* offset of jit_base (MRef) */
+};
+
+/* One thread's part of a record. */
+struct lsbpf_thr {
+	unsigned long long L;        /* lua_State address, 0: none */
+	unsigned long long lo;       /* target address of its stack window */
+	unsigned int len;            /* bytes of the window in the record's data */
+	unsigned int pad;
+	unsigned char hdr[LSBPF_HDR_MAX];
+};
+
+/* One tick: written by the program into its ring buffer just before
+ * the kernel writes the perf sample of the same overflow (same thread,
+ * same clock, CLOCK_MONOTONIC: stamped 0.2-3.3 µs after the sample's
+ * time, docs/sampling.md §8). DATA holds
+ * thread 0's window at 0 and thread 1's at LSBPF_STACK0_MAX; a window is
+ * at most its maximum less 8 bytes. The record is written up to the end
+ * of the last window present. */
+struct lsbpf_rec {
+	unsigned long long time_ns;  /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
+	unsigned int tid;
+	unsigned int flags;          /* LSBPF_FL_* */
+	unsigned long long g;
+	unsigned char gvm[4];        /* g->vmstate */
+	unsigned int pad;
+	unsigned char gcur[16];      /* g->cur_L ... g->jit_base (g_cur_len bytes) */
+	struct lsbpf_thr th[LSBPF_THREADS];
+	unsigned char data[LSBPF_STACK0_MAX + LSBPF_STACK1_MAX];
+};
+
+#endif
