@@ -1,8 +1,8 @@
 /* t_vm_luajit_derive.c: the code stage of the layout derivation
  * (src/vm_luajit_derive.c) on the bytes of the LuaJIT builds installed
  * on the machine: each binary's VM code is found by its FDE, read from
- * the file and scanned; the values must be those of docs/luajit.md
- * §3.2/§3.3 for that build. A binary not installed is skipped (said);
+ * the file and scanned; the values must be those of docs/luajit.md §3.2
+ * and docs/luajit.md §3.3 for that build. A binary not installed is skipped (said);
  * none installed: exit 77. */
 #include <fcntl.h>
 #include <gelf.h>
