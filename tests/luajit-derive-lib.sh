@@ -4,7 +4,8 @@
 # JIT) and checks, with the layout rows bypassed (LUASPY_LJ_NO_ROWS=1),
 # that the probe derived the layout (equal to row ROW field by field when
 # ROW is not empty) and that dumps show the known chain with its lines;
-# with ROW, the same dumps with the rows show the same.
+# with ROW, the same dumps with the rows show the same. string.format is
+# lj_cf_string_format where the binary has symbols (tarantool).
 S="$TARGETS/derive_shapes.lua"
 CHAIN="leaf@11,middle@16,outer@21,main chunk@29"
 
@@ -14,7 +15,7 @@ derive_walk() {
 	for _mode in joff jit; do
 		if [ "$_mode" = joff ]; then
 			spawn T "$@" "$S" 600 joff
-			_fmt="string.format,$CHAIN"
+			_fmt="string.format|lj_cf_string_format,$CHAIN"
 		else
 			spawn T "$@" "$S" 600
 			_fmt=$CHAIN

@@ -8,7 +8,7 @@ if arg[2] == "joff" then jit.off() end
 
 local function leaf(n)
   local s = 0
-  for i = 1, n do s = s + #string.format("%d:%s", i, "x") end -- LEAF
+  for i = 1, n do s = s + #string.format("%d %s %.3f %q", i, "x", i / 7, "y") end -- LEAF
   return s
 end
 
