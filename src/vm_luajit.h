@@ -223,6 +223,10 @@ struct vm {
 	struct lj_edge edge[LJ_EDGES]; /* register save/restore sequences in the VM code */
 	int nedge;
 	char desc[160];
+	/* a layout no row names, derived at the probe (vm_luajit_derive.c):
+	 * lay points here then */
+	struct lj_layout derived;
+	char derived_name[120];
 	struct lj_found found;
 	struct lj_cache cache;
 };

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <gelf.h>
 #include <elfutils/libdw.h>
 #include <dwarf.h>
@@ -24,6 +25,7 @@
 #include "proc_maps.h"
 #include "vm.h"
 #include "vm_luajit.h"
+#include "vm_luajit_derive.h"
 
 #define VM_FDE_MIN 10240u           /* the VM FDE is ~16 KiB; C functions are smaller */
 #define SCAN_MAX_BYTES (512u << 20) /* heap scan budget */
@@ -674,6 +676,93 @@ void lj_shortsrc(char *out, size_t outlen, const char *src, size_t len)
 	snprintf(out, outlen, "%s", tmp);
 }
 
+/* ---- a layout derived for a build no row names ---- */
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The main lua_State named by symbol SYM whose global_State's dispatch
+ * table starts in the VM code: 1 and *L, *G, or 0. */
+static int derive_sym_state(struct target *t, const struct lj_dcode *d, const struct lj_fde_find *ff,
+			    const char *sym, uint64_t *Lp, uint64_t *Gp)
+{
+	uint64_t a = symtab_find(t->sym, sym, NULL, NULL), L = 0, g = 0, dd[2];
+	const struct lj_objlayout *ol = d->ci.gc64 == 1 ? &lj_obj_gc64 : &lj_obj_32;
+	if (!a || mem_read_u64(&t->mem.base, a, &L) < 0 || !L ||
+	    lj_read_ref(ol, &t->mem.base, L + ol->L_glref, &g) < 0 || g <= L ||
+	    mem_read(&t->mem.base, g + d->ci.g2disp - 8, dd, sizeof dd) < 0 ||
+	    dd[1] < ff->start || dd[1] >= ff->end)
+		return 0;
+	*Lp = L;
+	*Gp = g;
+	return 1;
+}
+
+/* Derive the layout of the VM in CODE (LEN bytes, FF) on its first
+ * state: lj_derive_code, a main lua_State from the symbols or the scan,
+ * lj_derive_state; ROW (or NULL) is the row the code anchors matched,
+ * compared field by field. Fills OUT, *L, *G and NAME; 0, or -LS_E_*
+ * with WHY. */
+static int derive_layout(struct target *t, const uint8_t *code, size_t len,
+			 const struct lj_fde_find *ff, unsigned host, const struct lj_layout *row,
+			 struct lj_layout *out, uint64_t *Lp, uint64_t *Gp, char *name, size_t namelen,
+			 char *why, size_t whylen)
+{
+	uint64_t t0 = now_us();
+	struct lj_dcode d;
+	if (lj_derive_code(code, len, &d) < 0) {
+		snprintf(why, whylen, "no vmstate or cur_L store in the VM code");
+		return -LS_E_GARBAGE;
+	}
+	uint64_t t1 = now_us();
+	msg_debug(1, "luajit: derivation: VM code says jit_base g+%d, gc.total g+%d, J.trace g+%d, "
+		  "%d lea targets below cur_L (%llu us)", d.jit_base, d.gc_total, d.jtrace, d.nlea,
+		  (unsigned long long)(t1 - t0));
+	const char *how = "symbol tarantool_L";
+	int rc = derive_sym_state(t, &d, ff, "tarantool_L", Lp, Gp);
+	if (!rc) {
+		how = "symbol globalL";
+		rc = derive_sym_state(t, &d, ff, "globalL", Lp, Gp);
+	}
+	if (!rc) {
+		how = "scan";
+		rc = lj_derive_find_state(&d, &t->mem.base, symtab_maps(t->sym), ff->start, ff->end,
+					  Lp, Gp);
+	}
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		snprintf(why, whylen, "no main lua_State yet whose dispatch table points into the VM");
+		return -LS_E_GARBAGE;
+	}
+	rc = lj_derive_state(&d, &t->mem.base, *Lp, *Gp, host, out, why, whylen);
+	uint64_t t2 = now_us();
+	if (rc < 0)
+		return rc;
+	char diff[200] = "";
+	if (row && lj_layout_diff(out, row, diff, sizeof diff) == 0)
+		snprintf(name, namelen, "derived, as row '%s'", row->name);
+	else
+		snprintf(name, namelen, "derived, %s, %s", out->flags & LJL_SNAP_MCOFS ? "2020-06 order" :
+			 "beta3 order", out->flags & LJL_OPENRESTY ? "OpenResty" :
+			 out->flags & LJL_TARANTOOL ? "Tarantool" : "no row");
+	msg_debug(1, "luajit: layout derived on main lua_State 0x%llx (%s) in %llu us: sizeof_L %u, "
+		  "gc.state g+%u, vmstate g+%u, strempty g+%u, mainthref g+%u, registrytv g+%u, "
+		  "cur_L g+%u, jit_base g+%u, J.trace g+%u, str len +%u data +%u",
+		  (unsigned long long)*Lp, how, (unsigned long long)(t2 - t0), out->sizeof_L,
+		  out->g_gc_state, out->g_vmstate, out->g_strempty, out->g_mainthref,
+		  out->g_registrytv, out->g_cur_L, out->g_jit_base, out->g_jtrace, out->str_len,
+		  out->str_data);
+	if (row && diff[0])
+		msg_debug(1, "luajit: derived layout differs from row '%s' (derived/row): %s", row->name,
+			  diff);
+	return 0;
+}
+
 /* ---- probe ---- */
 
 int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_t whylen)
@@ -718,18 +807,34 @@ int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_
 		  ci.gc64 ? "GC64" : "32-bit", ci.g2disp, ci.vmstate, ci.cur_L,
 		  host & LJL_OPENRESTY ? ", OpenResty exports" : "",
 		  host & LJL_TARANTOOL ? ", tarantool_L" : "");
-	const struct lj_layout *lay = lj_layout_match(&ci, host);
-	struct lj_edge edge[LJ_EDGES];
-	int nedge = lay ? lj_edges_find(code, len, ff.start, lay->cf_size, edge, LJ_EDGES) : 0;
-	free(code);
+	/* the rows only name a known build; a build no row names (or any,
+	 * with the test hook LUASPY_LJ_NO_ROWS=1) gets its layout derived */
+	const struct lj_layout *row = lj_layout_match(&ci, host);
+	const char *norows = getenv("LUASPY_LJ_NO_ROWS");
+	const struct lj_layout *lay = norows && *norows && strcmp(norows, "0") != 0 ? NULL : row;
+	struct lj_layout dlay;
+	uint64_t dL = 0, dG = 0;
+	char dname[120] = "";
 	if (!lay) {
-		snprintf(why, whylen,
-			 "LuaJIT in %s with %s refs, G2DISP %u, vmstate g+%d, cur_L g+%d%s%s matches no known layout",
-			 ff.module, ci.gc64 ? "GC64" : "32-bit", ci.g2disp, ci.vmstate, ci.cur_L,
-			 host & LJL_OPENRESTY ? " (OpenResty)" : "",
-			 host & LJL_TARANTOOL ? " (Tarantool)" : "");
-		return -LS_E_UNSUPPORTED;
+		char dwhy[160] = "";
+		rc = derive_layout(t, code, len, &ff, host, row, &dlay, &dL, &dG, dname, sizeof dname,
+				   dwhy, sizeof dwhy);
+		if (rc < 0) {
+			free(code);
+			if (rc == -LS_E_NOMEM)
+				return rc;
+			snprintf(why, whylen,
+				 "LuaJIT in %s with %s refs, G2DISP %u, vmstate g+%d, cur_L g+%d%s%s matches no known layout, and none could be derived: %s",
+				 ff.module, ci.gc64 ? "GC64" : "32-bit", ci.g2disp, ci.vmstate, ci.cur_L,
+				 host & LJL_OPENRESTY ? " (OpenResty)" : "",
+				 host & LJL_TARANTOOL ? " (Tarantool)" : "", dwhy);
+			return -LS_E_UNSUPPORTED;
+		}
+		lay = &dlay;
 	}
+	struct lj_edge edge[LJ_EDGES];
+	int nedge = lj_edges_find(code, len, ff.start, lay->cf_size, edge, LJ_EDGES);
+	free(code);
 	if ((int)lay->cf_size != ff.cfa) {
 		snprintf(why, whylen, "LuaJIT in %s: VM frame CFA rsp+%d, layout '%s' expects %d",
 			 ff.module, ff.cfa, lay->name, lay->cf_size);
@@ -739,6 +844,12 @@ int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_
 	struct vm *vm = calloc(1, sizeof *vm);
 	if (!vm)
 		return -LS_E_NOMEM;
+	if (lay == &dlay) {
+		vm->derived = dlay;
+		snprintf(vm->derived_name, sizeof vm->derived_name, "%s", dname);
+		vm->derived.name = vm->derived_name;
+		lay = &vm->derived;
+	}
 	vm->lay = lay;
 	vm->ol = (lay->flags & LJL_GC64) ? &lj_obj_gc64 : &lj_obj_32;
 	vm->vm_start = ff.start;
@@ -747,6 +858,13 @@ int lj_probe(struct target *t, unsigned flags, struct vm **out, char *why, size_
 	memcpy(vm->edge, edge, (size_t)nedge * sizeof *edge);
 	vm->nedge = nedge;
 	msg_debug(1, "luajit: %d register save/restore sequences in the VM code", nedge);
+	if (dG && lj_add_g(vm, &t->mem.base, dG, "layout derivation") < 0) {
+		/* the derived layout fails the invariants on its own state */
+		snprintf(why, whylen, "LuaJIT in %s: the layout derived from state 0x%llx fails its checks",
+			 ff.module, (unsigned long long)dG);
+		lj_vm_free(vm);
+		return -LS_E_UNSUPPORTED;
+	}
 	probe_sym_state(vm, t, "tarantool_L");
 	probe_sym_state(vm, t, "globalL");
 	/* VM_PROBE_QUICK: no heap scan here, it read up to 512 MiB (0.8-1.5 s
