@@ -211,15 +211,17 @@ void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
  * into a node index (those to no object walked are dropped and counted
  * in edges_lost), then computes the shortest path from the root to each
  * object (breadth first: _G before the registry), the dominator tree
- * (Lengauer-Tarjan, iterative) and the retained size of every object:
- * its own bytes plus those of every object reachable only through it,
- * as Chrome DevTools and Eclipse MAT compute it. Memory (docs/heap.md §7):
- * per object 17 bytes in the walk, 37 kept and 40 more while the
- * dominators are computed; per reference 16 in the walk, 12 kept and 4
- * more for the dominators. */
+ * (Cooper-Harvey-Kennedy's iteration, over successors) and the retained
+ * size of every object: its own bytes plus those of every object
+ * reachable only through it, as Chrome DevTools and Eclipse MAT compute
+ * it. Memory (docs/heap.md §7): per object 17 bytes in the walk, 37 kept
+ * and 16 more while the dominators are computed; per reference 16 in
+ * the walk, 12 kept. */
 
 #define HEAP_MAX_NODES 40000000u  /* objects in the graph; past it no graph (graph_cut) */
 #define HEAP_MAX_EDGES 200000000u /* references kept; past it the graph is cut */
+#define HEAP_DOM_PASSES 200       /* passes of the dominator iteration; past them no
+				   * retained sizes (graph_cut; "200" in its text) */
 
 /* Append node ADDR of TYPE and BYTES; returns its index, or -1 when the
  * graph is cut (S->graph_cut). Node 0 must be the root (ADDR 0). */

@@ -1,0 +1,164 @@
+/* t_heap.c: unit tests for the object graph of src/heap.h: dominators
+ * and retained sizes of heap_graph_finish against a naive set-based
+ * computation on random graphs (cycles, self references, unreached
+ * nodes, duplicate edges), and the edge accessors. Exit 0 pass, 1 fail. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "heap.h"
+
+static int failures;
+#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+
+#define MAXN 64
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* Dominator sets by the textbook iteration: dom(root) = {root},
+ * dom(w) = {w} u the intersection of dom(p) over reached preds p. */
+static void naive_idom(int n, const uint64_t *succ, uint32_t *idom)
+{
+	uint64_t reach = 1, dom[MAXN];
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int v = 0; v < n; v++)
+			if ((reach >> v & 1) && (succ[v] | reach) != reach) {
+				reach |= succ[v];
+				changed = 1;
+			}
+	}
+	uint64_t all = n == 64 ? ~0ull : (1ull << n) - 1;
+	for (int v = 0; v < n; v++)
+		dom[v] = v == 0 ? 1 : all;
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (int w = 1; w < n; w++) {
+			if (!(reach >> w & 1))
+				continue;
+			uint64_t d = all;
+			for (int p = 0; p < n; p++)
+				if ((reach >> p & 1) && (succ[p] >> w & 1))
+					d &= dom[p];
+			d |= 1ull << w;
+			if (d != dom[w]) {
+				dom[w] = d;
+				changed = 1;
+			}
+		}
+	}
+	for (int w = 0; w < n; w++) {
+		idom[w] = UINT32_MAX;
+		if (w == 0) {
+			idom[w] = 0;
+			continue;
+		}
+		if (!(reach >> w & 1))
+			continue;
+		int k = __builtin_popcountll(dom[w]);
+		for (int d = 0; d < n; d++)
+			if (d != w && (dom[w] >> d & 1) && __builtin_popcountll(dom[d]) == k - 1)
+				idom[w] = (uint32_t)d;
+	}
+}
+
+/* One random graph of N nodes, about DEG references each: heap_graph_finish
+ * must give the naive dominators and retained sizes. */
+static void test_random(int n, int deg)
+{
+	uint64_t succ[MAXN] = { 0 };
+	uint32_t self[MAXN], want[MAXN];
+	struct heap_state s;
+	heap_state_init(&s, 0x1000);
+	for (int v = 0; v < n; v++) {
+		self[v] = v == 0 ? 0 : 1 + rnd(1000);
+		CHECK(heap_node(&s, v == 0 ? 0 : 0x10000 + 32 * (uint64_t)v, HEAP_TABLE, self[v]) == v);
+		heap_edges_begin(&s, (uint32_t)v);
+		int m = v == 0 ? 1 + rnd(3) : (int)rnd(2 * deg + 1);
+		for (int k = 0; k < m; k++) {
+			int w = 1 + (int)rnd((uint32_t)n - 1);
+			succ[v] |= 1ull << w;
+			if (k & 1)
+				heap_edge(&s, 0x10000 + 32 * (uint64_t)w, HEAP_E_INDEX, NULL, k);
+			else
+				heap_edge(&s, 0x10000 + 32 * (uint64_t)w, HEAP_E_KEY, "f", 0);
+		}
+		if (rnd(8) == 0)   /* a reference to no object: dropped */
+			heap_edge(&s, 0x8, HEAP_E_OTHER, "[lost]", 0);
+	}
+	CHECK(heap_graph_finish(&s) == 0);
+	naive_idom(n, succ, want);
+	uint64_t ret[MAXN];
+	int reached = 0;
+	for (int v = 0; v < n; v++) {
+		if (s.idom[v] != want[v]) {
+			printf("FAIL n=%d node %d: idom %u, want %u\n", n, v, s.idom[v], want[v]);
+			failures++;
+			break;
+		}
+		ret[v] = want[v] == UINT32_MAX ? 0 : self[v];
+		reached += want[v] != UINT32_MAX;
+	}
+	/* retained: own bytes plus the dominator tree's children, deepest first */
+	for (int pass = 0; pass < n; pass++)
+		for (int v = 1; v < n; v++)
+			if (want[v] != UINT32_MAX) {
+				uint64_t r = self[v];
+				for (int c = 1; c < n; c++)
+					if (want[c] == (uint32_t)v && c != v)
+						r += ret[c];
+				ret[v] = r;
+			}
+	for (int v = 1; v < n; v++)
+		if (s.retained[v] != ret[v]) {
+			printf("FAIL n=%d node %d: retained %llu, want %llu\n", n, v,
+			       (unsigned long long)s.retained[v], (unsigned long long)ret[v]);
+			failures++;
+			break;
+		}
+	CHECK(s.unreached == (uint64_t)(n - reached));
+	heap_state_free(&s);
+}
+
+/* A chain whose back references make the iteration's first guesses
+ * wrong: 0 -> 1 -> 2 -> ... -> n-1, and each node back to node 1. */
+static void test_chain(void)
+{
+	struct heap_state s;
+	heap_state_init(&s, 0x1000);
+	int n = 2000;
+	for (int v = 0; v < n; v++) {
+		heap_node(&s, v == 0 ? 0 : 0x10000 + 32 * (uint64_t)v, HEAP_TABLE, 10);
+		heap_edges_begin(&s, (uint32_t)v);
+		if (v + 1 < n)
+			heap_edge(&s, 0x10000 + 32 * (uint64_t)(v + 1), HEAP_E_KEY, "next", 0);
+		if (v > 1)
+			heap_edge(&s, 0x10000 + 32, HEAP_E_OTHER, "[back]", 0);
+	}
+	CHECK(heap_graph_finish(&s) == 0);
+	for (int v = 1; v < n; v++)
+		CHECK(s.idom[v] == (uint32_t)v - 1);
+	CHECK(s.retained[1] == 10ull * (uint64_t)(n - 1));
+	char path[64];
+	CHECK(heap_node_path(&s, 3, path, sizeof path) == 0);
+	heap_state_free(&s);
+}
+
+int main(void)
+{
+	for (int i = 0; i < 20000; i++)
+		test_random(2 + (int)rnd(MAXN - 1), 1 + (int)rnd(3));
+	test_chain();
+	if (failures)
+		printf("%d failures\n", failures);
+	else
+		printf("t_heap: all passed\n");
+	return failures != 0;
+}
