@@ -54,6 +54,9 @@ void heap_state_free(struct heap_state *s)
 	free(s->retained);
 	free(s->islot);
 	free(s->ew);
+	free(s->names);
+	htab_free(&s->nameidx);
+	free(s->bigidx);
 	memset(s, 0, sizeof *s);
 }
 
@@ -246,6 +249,44 @@ void heap_edges_begin(struct heap_state *s, uint32_t i)
 	s->ebegun = (size_t)i + 1;
 }
 
+static int name_eq(const void *ctx, uint32_t i)
+{
+	const void *const *k = ctx;
+	const struct heap_state *s = k[0];
+	return s->names[i] == k[1];
+}
+
+/* The id of edge name NAME (by pointer: interned or static), added when
+ * new; 0 for NULL; -1 out of memory. */
+static int64_t name_id(struct heap_state *s, const char *name)
+{
+	if (!name)
+		return 0;
+	size_t c = (size_t)((uintptr_t)name >> 3) & (HEAP_NAMECACHE - 1);
+	if (s->nc_name[c] == name)
+		return s->nc_id[c];
+	if (!s->nnames) {   /* id 0: no name */
+		if (array_grow(&s->names, &s->capnames, 1, sizeof *s->names) < 0)
+			return -1;
+		s->names[s->nnames++] = NULL;
+	}
+	const void *k[2] = { s, name };
+	uint64_t h = htab_fnv1a_word(HTAB_FNV_INIT, (uint64_t)(uintptr_t)name);
+	size_t pos;
+	if (htab_reserve(&s->nameidx) < 0 ||
+	    array_grow(&s->names, &s->capnames, s->nnames + 1, sizeof *s->names) < 0)
+		return -1;
+	int64_t i = htab_find(&s->nameidx, h, name_eq, k, &pos);
+	if (i < 0) {
+		i = (int64_t)s->nnames;
+		s->names[s->nnames++] = name;
+		htab_insert(&s->nameidx, pos, h, (uint32_t)i);
+	}
+	s->nc_name[c] = name;
+	s->nc_id[c] = (uint32_t)i;
+	return i;
+}
+
 void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, int64_t idx)
 {
 	if (s->graph_cut)
@@ -254,18 +295,32 @@ void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, in
 		s->graph_cut = "more than 200000000 references";
 		return;
 	}
-	if (array_grow(&s->ew, &s->capew, 2 * (s->ne + 1), sizeof *s->ew) < 0) {
+	if (array_grow(&s->ew, &s->capew, 3 * (s->ne + 1), sizeof *s->ew) < 0) {
 		s->graph_cut = "out of memory";
 		return;
 	}
-	uint64_t v;
-	if (kind == HEAP_E_INDEX)
-		memcpy(&v, &idx, 8);
-	else
-		v = (uint64_t)(uintptr_t)name;
+	int64_t v;
+	if (kind != HEAP_E_INDEX) {
+		v = name_id(s, name);
+	} else if (idx >= 0 && idx < (int64_t)HEAP_BIGIDX) {
+		v = idx;
+	} else {
+		v = -1;
+		if (array_grow(&s->bigidx, &s->capbigidx, s->nbigidx + 1, sizeof *s->bigidx) == 0) {
+			s->bigidx[s->nbigidx] = idx;
+			v = (int64_t)(HEAP_BIGIDX | s->nbigidx++);
+		}
+	}
+	if (v < 0 || v > UINT32_MAX) {
+		s->graph_cut = "out of memory";
+		return;
+	}
 	/* addresses of objects are below 2^62 (tv_gc, lh_ptr_ok check it) */
-	s->ew[2 * s->ne] = (to & ((1ull << 62) - 1)) | (uint64_t)kind << 62;
-	s->ew[2 * s->ne + 1] = v;
+	uint64_t a = (to & ((1ull << 62) - 1)) | (uint64_t)kind << 62;
+	uint32_t *w = &s->ew[3 * s->ne];
+	w[0] = (uint32_t)a;
+	w[1] = (uint32_t)(a >> 32);
+	w[2] = (uint32_t)v;
 	s->ne++;
 }
 
@@ -316,7 +371,7 @@ static int graph_index(struct heap_state *s)
 			s->nname[nn] = s->nname[i];
 		s->efirst[nn] = (uint32_t)ne;
 		if (ne != e0)
-			memmove(&s->ew[2 * ne], &s->ew[2 * (size_t)e0], (e1 - e0) * 2 * sizeof *s->ew);
+			memmove(&s->ew[3 * ne], &s->ew[3 * (size_t)e0], (e1 - e0) * 3 * sizeof *s->ew);
 		ne += e1 - e0;
 		slot[j] = (uint32_t)nn + 1;
 		nn++;
@@ -328,29 +383,29 @@ static int graph_index(struct heap_state *s)
 	s->islot = slot;
 	s->icap = cap;
 	/* the references: to node indices, those to no node dropped, each
-	 * 16-byte pair rewritten as a 12-byte edge at or below it */
-	uint8_t *out = (uint8_t *)s->ew;
+	 * 12-byte triple rewritten as an 8-byte edge at or below it */
+	struct heap_edge *out = (struct heap_edge *)(void *)s->ew;
 	size_t k = 0;
 	for (size_t v = 0; v < nn; v++) {
 		uint32_t e0 = s->efirst[v], e1 = s->efirst[v + 1];
 		s->efirst[v] = (uint32_t)k;
 		for (uint32_t j = e0; j < e1; j++) {
-			uint64_t a = s->ew[2 * (size_t)j], val = s->ew[2 * (size_t)j + 1];
+			const uint32_t *w = &s->ew[3 * (size_t)j];
+			uint64_t a = (uint64_t)w[1] << 32 | w[0];
+			uint32_t val = w[2];
 			int64_t t = heap_node_find(s, a & ((1ull << 62) - 1));
 			if (t < 0) {
 				s->edges_lost++;
 				continue;
 			}
-			struct heap_edge e;
-			e.tk = (uint32_t)t << 2 | (uint32_t)(a >> 62);
-			memcpy(e.v, &val, 8);
-			memcpy(out + k * sizeof e, &e, sizeof e);
+			out[k].tk = (uint32_t)t << 2 | (uint32_t)(a >> 62);
+			out[k].v = val;
 			k++;
 		}
 	}
 	s->efirst[nn] = (uint32_t)k;
 	s->ne = k;
-	/* give back the rest: the edges take 12 of every 16 bytes, or none */
+	/* give back the rest: the edges take 8 of every 12 bytes, or none */
 	if (k) {
 		void *e = realloc(s->ew, k * sizeof *s->e);
 		s->e = e ? e : (void *)s->ew;
@@ -511,7 +566,7 @@ static void by_metatable(struct heap_state *s)
 		mix[i] = NONE;
 	for (size_t v = 1; ok && v < n; v++)
 		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
-			if (heap_edge_name(&s->e[k]) != heap_metatable_edge)
+			if (heap_edge_name(s, &s->e[k]) != heap_metatable_edge)
 				continue;
 			uint32_t m = heap_edge_to(&s->e[k]);
 			if (mix[m] == NONE) {
@@ -638,13 +693,13 @@ static int is_ident(const char *k)
 }
 
 /* The text of edge E (FIRST: the path's first segment). */
-static void seg_text(const struct heap_edge *e, int first, char *out, size_t len, int collapse)
+static void seg_text(const struct heap_state *s, const struct heap_edge *e, int first, char *out, size_t len, int collapse)
 {
 	/* a table key is cut at 63 bytes; any other name ("local 'buf'
 	 * (/a/long/path/w.lua:30)", upvalues) keeps both ends, so that the
 	 * line at its end survives a long chunk name */
 	char c[64], w[256];
-	const char *name = "?", *en = heap_edge_name(e);
+	const char *name = "?", *en = heap_edge_name(s, e);
 	int kind = heap_edge_kind(e);
 	int cut = 0;
 	if (en && kind == HEAP_E_KEY) {
@@ -688,7 +743,7 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 		if (collapse)
 			snprintf(out, len, "[*]");
 		else
-			snprintf(out, len, "[%" PRId64 "]", heap_edge_idx(e));
+			snprintf(out, len, "[%" PRId64 "]", heap_edge_idx(s, e));
 		break;
 	default:
 		snprintf(out, len, " > %s", name);
@@ -725,7 +780,7 @@ static int node_path(const struct heap_state *s, uint32_t i, char *buf, size_t l
 	}
 	for (int m = n - 1; m >= 0; m--) {
 		char seg[160];
-		seg_text(&s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg, collapse);
+		seg_text(s, &s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg, collapse);
 		size_t sl = strlen(seg);
 		if (used + sl + 4 > len) {
 			snprintf(buf + used, len - used, "...");
@@ -752,7 +807,7 @@ int heap_node_prefixes(const struct heap_state *s, uint32_t i, const char **out,
 	int k = 0;
 	for (int m = n - 1; m >= 0 && k < max; m--) {
 		char seg[160];
-		seg_text(&s->e[chain[m]], m == n - 1, seg, sizeof seg, 1);
+		seg_text(s, &s->e[chain[m]], m == n - 1, seg, sizeof seg, 1);
 		size_t sl = strlen(seg);
 		if (used + sl + 1 > sizeof buf)
 			break;

@@ -72,13 +72,15 @@ enum heap_edge_kind {
  * groups tables and userdata by their metatable). */
 extern const char heap_metatable_edge[];
 
-/* One reference of the graph, 12 bytes (references outnumber objects):
- * read it through the accessors below. */
+/* One reference of the graph, 8 bytes (references outnumber objects):
+ * read it through the accessors below (after struct heap_state). */
 struct heap_edge {
 	uint32_t tk;                 /* target node << 2 | enum heap_edge_kind */
-	uint32_t v[2];               /* HEAP_E_INDEX: the index; else the name (interned or
-				      * static, or NULL), as 8 bytes */
+	uint32_t v;                  /* HEAP_E_INDEX: the index (HEAP_BIGIDX set: the index is
+				      * s->bigidx[v & ~HEAP_BIGIDX]); else the name's id in
+				      * s->names (0: no name) */
 };
+#define HEAP_BIGIDX 0x80000000u
 
 /* Target node of edge E. */
 static inline uint32_t heap_edge_to(const struct heap_edge *e)
@@ -92,27 +94,12 @@ static inline int heap_edge_kind(const struct heap_edge *e)
 	return (int)(e->tk & 3);
 }
 
-/* The index of a HEAP_E_INDEX edge E. */
-static inline int64_t heap_edge_idx(const struct heap_edge *e)
-{
-	int64_t i;
-	memcpy(&i, e->v, 8);
-	return i;
-}
-
-/* The name of edge E, or NULL (an index edge has none). */
-static inline const char *heap_edge_name(const struct heap_edge *e)
-{
-	const char *n;
-	if (heap_edge_kind(e) == HEAP_E_INDEX)
-		return NULL;
-	memcpy(&n, e->v, sizeof n);
-	return n;
-}
-
 /* Key names met during a walk, by the key string's address: field names
  * repeat, so most table edges need no read and no interning. */
 #define HEAP_KEYCACHE 4096
+/* Names of edges by pointer, in front of their index (few names, met
+ * on most edges). */
+#define HEAP_NAMECACHE 1024
 
 /* Lua closures of one prototype. */
 struct heap_fn {
@@ -150,9 +137,17 @@ struct heap_state {
 	size_t capfirst, ebegun;
 	struct heap_edge *e;         /* the references, after heap_graph_finish */
 	size_t ne;
-	uint64_t *ew;                /* during the walk: per edge the target address | kind << 62,
-				      * then the index or name (heap_graph_finish makes E of it) */
+	uint32_t *ew;                /* during the walk, 12 bytes per edge: the target address
+				      * | kind << 62 (two words, low first), then the edge's V
+				      * (heap_graph_finish makes E of it, in place) */
 	size_t capew;
+	const char **names;          /* edge names by id (V of struct heap_edge); names[0]: NULL */
+	size_t nnames, capnames;
+	struct htab nameidx;         /* pointer -> id */
+	const char *nc_name[HEAP_NAMECACHE]; /* the last name met per cache slot, its id */
+	uint32_t nc_id[HEAP_NAMECACHE];
+	int64_t *bigidx;             /* indices outside 0 .. 2^31 - 1 (HEAP_BIGIDX) */
+	size_t nbigidx, capbigidx;
 	uint64_t edges_lost;         /* references to no object walked */
 	const char *graph_cut;       /* static text: why the graph is incomplete, or NULL */
 	/* heap_graph_finish(): shortest path from the root (parent node and
@@ -175,6 +170,22 @@ struct heap_state {
 	uint64_t kc_addr[HEAP_KEYCACHE]; /* the walk's key names (heap_key_name) */
 	const char *kc_name[HEAP_KEYCACHE];
 };
+
+/* The index of a HEAP_E_INDEX edge E of S. */
+static inline int64_t heap_edge_idx(const struct heap_state *s, const struct heap_edge *e)
+{
+	if (e->v & HEAP_BIGIDX)
+		return s->bigidx[e->v & ~HEAP_BIGIDX];
+	return (int64_t)e->v;
+}
+
+/* The name of edge E of S, or NULL (an index edge has none). */
+static inline const char *heap_edge_name(const struct heap_state *s, const struct heap_edge *e)
+{
+	if (heap_edge_kind(e) == HEAP_E_INDEX || e->v >= s->nnames)
+		return NULL;
+	return s->names[e->v];
+}
 
 /* Start S for the state at ADDR (zeroes it). */
 void heap_state_init(struct heap_state *s, uint64_t addr);

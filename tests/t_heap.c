@@ -151,8 +151,42 @@ static void test_chain(void)
 	heap_state_free(&s);
 }
 
+/* Edges keep their kind, name and index, big and negative ones too. */
+static void test_edges(void)
+{
+	struct heap_state s;
+	heap_state_init(&s, 0x1000);
+	static const char other[] = "[other]";
+	const int64_t idx[] = { 7, -5, (int64_t)1 << 40, 0x7fffffff, 0x80000000, INT64_MIN };
+	heap_node(&s, 0, HEAP_TABLE, 0);
+	heap_edges_begin(&s, 0);
+	for (int i = 0; i < 6; i++)
+		heap_edge(&s, 0x100 + 16 * (uint64_t)i, HEAP_E_INDEX, NULL, idx[i]);
+	heap_edge(&s, 0x100, HEAP_E_KEY, "name", 0);
+	heap_edge(&s, 0x110, HEAP_E_OTHER, other, 0);
+	heap_edge(&s, 0x120, HEAP_E_OTHER, NULL, 0);
+	heap_edge(&s, 0x999, HEAP_E_KEY, "lost", 0);
+	for (int i = 0; i < 6; i++)
+		heap_node(&s, 0x100 + 16 * (uint64_t)i, HEAP_STRING, 10);
+	CHECK(heap_graph_finish(&s) == 0);
+	CHECK(s.ne == 9 && s.edges_lost == 1);
+	for (int i = 0; i < 6; i++) {
+		CHECK(heap_edge_kind(&s.e[i]) == HEAP_E_INDEX);
+		CHECK(heap_edge_idx(&s, &s.e[i]) == idx[i]);
+		CHECK(heap_edge_name(&s, &s.e[i]) == NULL);
+		CHECK(heap_edge_to(&s.e[i]) == (uint32_t)i + 1);
+	}
+	CHECK(heap_edge_kind(&s.e[6]) == HEAP_E_KEY && strcmp(heap_edge_name(&s, &s.e[6]), "name") == 0);
+	CHECK(heap_edge_name(&s, &s.e[7]) == other);
+	CHECK(heap_edge_name(&s, &s.e[8]) == NULL);
+	char path[64];
+	CHECK(heap_node_path(&s, 2, path, sizeof path) == 0 && strcmp(path, "[-5]") == 0);
+	heap_state_free(&s);
+}
+
 int main(void)
 {
+	test_edges();
 	for (int i = 0; i < 20000; i++)
 		test_random(2 + (int)rnd(MAXN - 1), 1 + (int)rnd(3));
 	test_chain();
