@@ -223,8 +223,14 @@ static size_t node_slot(uint64_t addr, size_t mask)
 
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr)
 {
-	if (!s->icap)
+	if (!s->indexed)
 		return -1;
+	if (!s->icap) {   /* the index is given back once the references are resolved */
+		for (size_t i = 0; i < s->nn; i++)
+			if (s->naddr[i] == addr)
+				return (int64_t)i;
+		return -1;
+	}
 	size_t mask = s->icap - 1;
 	for (size_t j = node_slot(addr, mask); s->islot[j]; j = (j + 1) & mask)
 		if (s->naddr[s->islot[j] - 1] == addr)
@@ -332,7 +338,7 @@ void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, in
 static int graph_index(struct heap_state *s)
 {
 	size_t n = s->nn, cap = 256;
-	while (cap < 2 * n)
+	while (cap < n + n / 3 + 1)   /* at most 3/4 full */
 		cap <<= 1;
 	uint32_t *slot = calloc(cap, sizeof *slot);
 	if (!slot) {
@@ -382,6 +388,7 @@ static int graph_index(struct heap_state *s)
 	s->ebegun = nn;
 	s->islot = slot;
 	s->icap = cap;
+	s->indexed = 1;
 	/* the references: to node indices, those to no node dropped, each
 	 * 12-byte triple rewritten as an 8-byte edge at or below it */
 	struct heap_edge *out = (struct heap_edge *)(void *)s->ew;
@@ -405,6 +412,11 @@ static int graph_index(struct heap_state *s)
 	}
 	s->efirst[nn] = (uint32_t)k;
 	s->ne = k;
+	/* the index is no longer needed for lookups by the thousand: the
+	 * summary's few (heap_node_find) scan the addresses */
+	free(s->islot);
+	s->islot = NULL;
+	s->icap = 0;
 	/* give back the rest: the edges take 8 of every 12 bytes, or none */
 	if (k) {
 		void *e = realloc(s->ew, k * sizeof *s->e);
@@ -615,7 +627,7 @@ int heap_graph_finish(struct heap_state *s)
 	}
 	/* the index is built even for a cut graph: the summary finds its
 	 * largest tables by address */
-	if (!s->icap && graph_index(s) < 0)
+	if (!s->indexed && graph_index(s) < 0)
 		return -1;
 	size_t n = s->nn;
 	if (s->graph_cut)

@@ -131,7 +131,9 @@ struct heap_state {
 	size_t nn, capn, capself, captype, capname;
 	int want_names;
 	uint32_t *islot;             /* address -> node + 1 (0: empty), open addressing */
-	size_t icap;                 /* slots: a power of two, at least twice nn; 0 before finish */
+	size_t icap;                 /* slots: a power of two, at most 3/4 full; 0 outside
+				      * heap_graph_finish's resolution of the references */
+	int indexed;                 /* heap_graph_finish has indexed the nodes */
 	uint64_t dups;               /* nodes met twice (a list crossing another): dropped */
 	uint32_t *efirst;            /* first edge of each node begun; nn + 1 after finish */
 	size_t capfirst, ebegun;
@@ -247,7 +249,8 @@ int heap_object_begin(struct heap_state *s, uint64_t addr, int type, uint64_t by
 /* With S->want_names: name node I (NAME interned or static). */
 void heap_node_name(struct heap_state *s, int64_t i, const char *name);
 /* Index of the node at ADDR, or -1 (and always -1 before
- * heap_graph_finish: the walk builds no index). */
+ * heap_graph_finish: the walk builds no index). After it, a scan of the
+ * nodes: for a few lookups. */
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr);
 /* Start the references of node I: I is at least the previous one + 1
  * (nodes skipped have none), from 0. */
