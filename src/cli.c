@@ -27,7 +27,8 @@ enum {
 	OPT_PERF_MAP_APPEND,
 	OPT_PERF_MAP,
 	OPT_PGREP, OPT_PGREP_FULL,
-	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT
+	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT,
+	OPT_HEAP_MAX_MEMORY
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -173,6 +174,11 @@ static const struct cli_option {
 	  "grew between each two, by type and by path" },
 	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
 	  "snapshots --interval takes (default 2, at most 1000)" },
+	/* heap --max-memory (cmd_heap.c, docs/heap.md) */
+	{ "max-memory", 0, OPT_HEAP_MAX_MEMORY, "MIB", H, GRP_OUTPUT,
+	  "memory luaspy's object graph may take (default: half\n"
+	  "of MemAvailable; 0: no bound); past it the counts stay\n"
+	  "whole, paths and retained sizes are left out, and said" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -458,6 +464,12 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		if (parse_double(arg, &v) || v != (double)(int)v || v < 2 || v > 1000)
 			return usage_error("invalid count '%s': expected 2 to 1000 snapshots", arg);
 		o->heap_count = (int)v;
+		break;
+	case OPT_HEAP_MAX_MEMORY:
+		if (parse_double(arg, &v) || v != (double)(int64_t)v || v < 0 || v > 16777215)
+			return usage_error("invalid memory bound '%s': expected MiB from 0 (none) to 16777215", arg);
+		o->heap_max_mib = (int64_t)v;
+		o->heap_max_mib_given = 1;
 		break;
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;

@@ -66,6 +66,8 @@ struct cli_opts {
 	int npids;                 /* how many; 0 without --pgrep; pids[0] == pid */
 	double heap_interval_s;    /* heap --interval SECS: 0 = one snapshot */
 	int heap_count;            /* heap --count K: snapshots with --interval (2..1000) */
+	int64_t heap_max_mib;      /* heap --max-memory MIB (0: no bound) */
+	int heap_max_mib_given;    /* else half of MemAvailable (cmd_heap.c) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

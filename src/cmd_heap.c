@@ -36,6 +36,27 @@ static void drop_output(const struct cli_opts *o, FILE *f)
 
 static int heap_run(struct cli_opts *o, FILE *f);
 
+/* The MiB the object graphs may take: --max-memory, else half of
+ * MemAvailable (/proc/meminfo, read when the snapshot starts), at least
+ * 64; 4096 when it cannot be read. 0: no bound. */
+static uint64_t heap_max_mib(const struct cli_opts *o)
+{
+	if (o->heap_max_mib_given)
+		return (uint64_t)o->heap_max_mib;
+	uint64_t mib = 4096;
+	FILE *m = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+	while (m && fgets(line, sizeof line, m))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			mib = kb / 2048 < 64 ? 64 : kb / 2048;
+			break;
+		}
+	if (m)
+		fclose(m);
+	return mib > 16777215 ? 16777215 : mib;
+}
+
 int cmd_heap(struct cli_opts *o)
 {
 	FILE *f = stdout;
@@ -125,6 +146,7 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_state **o
 		struct mem_cache mc;
 		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
 		unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
+		flags |= HEAP_MAX_MIB_FLAGS(heap_max_mib(o));
 		n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
 		mem_cache_free(&mc);
 	}
@@ -286,19 +308,27 @@ static int heap_run(struct cli_opts *o, FILE *f)
 				  (int)o->pid, notstopped, nth);
 	} else if (o->heap_format == HEAP_FMT_PPROF) {
 		werr = heap_pprof_write(f, hs, n) < 0;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (hs[i].cut)
 				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
 					  (unsigned long long)hs[i].addr, hs[i].cut);
+			if (hs[i].graph_cut)
+				msg_error("pid %d: state 0x%llx: no paths: %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].graph_cut);
+		}
 	} else if (o->heap_format == HEAP_FMT_PATHS || o->diff) {
 		int prc = o->diff ? heap_diff_write(f, o->diff, hs, n) : heap_paths_write(f, hs, n);
 		if (prc == -LS_E_GARBAGE || (prc == -LS_E_IO && o->diff && !ferror(f)))
 			msg_error("cannot read '%s' as a heap paths file", o->diff);
 		werr = prc < 0;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (hs[i].cut)
 				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
 					  (unsigned long long)hs[i].addr, hs[i].cut);
+			if (hs[i].graph_cut)
+				msg_error("pid %d: state 0x%llx: no paths: %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].graph_cut);
+		}
 	} else {
 		heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
 		if (notstopped)

@@ -161,6 +161,21 @@ static int fn_cmp(const void *a, const void *b)
 
 /* ---- the object graph ------------------------------------------------------ */
 
+/* Would a graph of NN nodes and NE references pass S's memory bound?
+ * Then S's graph is cut, saying the bound. */
+static int over_limit(struct heap_state *s, size_t nn, size_t ne)
+{
+	uint64_t cost = (uint64_t)nn * (HEAP_COST_NODE + (s->want_names ? HEAP_COST_NAMED : 0)) +
+			(uint64_t)ne * HEAP_COST_EDGE;
+	if (!s->mem_limit || cost <= s->mem_limit)
+		return 0;
+	snprintf(s->mem_cut, sizeof s->mem_cut,
+		 "the object graph would take more than %" PRIu64 " MiB (--max-memory), cut at %zu objects",
+		 (s->mem_limit + (1u << 20) - 1) >> 20, s->nn);
+	s->graph_cut = s->mem_cut;
+	return 1;
+}
+
 int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 {
 	if (s->graph_cut)
@@ -169,6 +184,8 @@ int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 		s->graph_cut = "more than 40000000 objects";
 		return -1;
 	}
+	if (over_limit(s, s->nn + 1, s->ne))
+		return -1;
 	if (array_grow(&s->naddr, &s->capn, s->nn + 1, sizeof *s->naddr) < 0 ||
 	    array_grow(&s->nself, &s->capself, s->nn + 1, sizeof *s->nself) < 0 ||
 	    array_grow(&s->ntype, &s->captype, s->nn + 1, sizeof *s->ntype) < 0 ||
@@ -301,6 +318,8 @@ void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, in
 		s->graph_cut = "more than 200000000 references";
 		return;
 	}
+	if (over_limit(s, s->nn, s->ne + 1))
+		return;
 	if (array_grow(&s->ew, &s->capew, 3 * (s->ne + 1), sizeof *s->ew) < 0) {
 		s->graph_cut = "out of memory";
 		return;
@@ -1287,10 +1306,17 @@ int heap_walk_states(const uint64_t *addrs, int n, unsigned flags,
 	if (!s)
 		return -LS_E_NOMEM;
 	int k = 0;
+	uint64_t left = (uint64_t)HEAP_FLAGS_MAX_MIB(flags) << 20;   /* 0: no bound */
 	for (int i = 0; i < n; i++) {
 		heap_state_init(&s[k], addrs[i]);
 		s[k].want_names = (flags & HEAP_WANT_NAMES) != 0;
+		s[k].mem_limit = left ? left : (HEAP_FLAGS_MAX_MIB(flags) ? 1 : 0);
 		int rc = walk(ctx, addrs[i], &s[k]);
+		if (left) {   /* the next state gets what this one left */
+			uint64_t used = (uint64_t)s[k].nn * (HEAP_COST_NODE + (s[k].want_names ? HEAP_COST_NAMED : 0)) +
+					(uint64_t)s[k].ne * HEAP_COST_EDGE;
+			left = used < left ? left - used : 0;
+		}
 		if (rc < 0) {
 			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)addrs[i], err_text(rc));
 			heap_state_free(&s[k]);

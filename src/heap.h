@@ -40,6 +40,19 @@ enum heap_type {
 const char *heap_type_name(int t);
 
 #define HEAP_WANT_NAMES 0x1     /* vm_ops.heap flag: name every node (heap_node_name) */
+/* vm_ops.heap flags: the MiB luaspy's object graphs (all states) may
+ * take, at most 2^24 - 1 (0: no bound); past it a state's graph is cut
+ * (graph_cut, naming the bound): counts stay whole, no paths or
+ * retained sizes. docs/heap.md §7. */
+#define HEAP_MAX_MIB_FLAGS(mib) ((unsigned)(mib) << 8)
+#define HEAP_FLAGS_MAX_MIB(flags) ((flags) >> 8)
+/* What the graph takes at its peak, estimated per object and per
+ * reference as it grows (docs/heap.md §7: the walk 17 + 12 per
+ * reference, the resolution up to 28 + 12, the dominators and paths
+ * 41 + 8; names for -f heapsnapshot 16 more per object). */
+#define HEAP_COST_NODE 41u
+#define HEAP_COST_NAMED 16u
+#define HEAP_COST_EDGE 12u
 
 #define HEAP_TOP 10              /* entries in each "largest" list */
 #define HEAP_TOP_RETAINERS 20    /* entries in the largest-retainers list */
@@ -151,7 +164,9 @@ struct heap_state {
 	int64_t *bigidx;             /* indices outside 0 .. 2^31 - 1 (HEAP_BIGIDX) */
 	size_t nbigidx, capbigidx;
 	uint64_t edges_lost;         /* references to no object walked */
-	const char *graph_cut;       /* static text: why the graph is incomplete, or NULL */
+	const char *graph_cut;       /* static text or mem_cut: why the graph is incomplete, or NULL */
+	uint64_t mem_limit;          /* bytes the graph may take (HEAP_COST_*), 0: no bound */
+	char mem_cut[128];            /* graph_cut's text when mem_limit stopped it */
 	/* heap_graph_finish(): shortest path from the root (parent node and
 	 * edge), immediate dominator, retained bytes; UINT32_MAX: unreached */
 	uint32_t *pparent, *pedge, *idom;
