@@ -94,6 +94,11 @@ static void test_random(int n, int deg)
 			heap_edge(&s, 0x8, HEAP_E_OTHER, "[lost]", 0);
 	}
 	CHECK(heap_graph_finish(&s) == 0);
+	if (!s.idom || !s.retained) {
+		printf("FAIL n=%d: no dominators: %s\n", n, s.graph_cut ? s.graph_cut : "?");
+		heap_state_free(&s);
+		return;
+	}
 	naive_idom(n, succ, want);
 	uint64_t ret[MAXN];
 	int reached = 0;
@@ -142,7 +147,12 @@ static void test_chain(void)
 		if (v > 1)
 			heap_edge(&s, 0x10000 + 32, HEAP_E_OTHER, "[back]", 0);
 	}
-	CHECK(heap_graph_finish(&s) == 0);
+	if (heap_graph_finish(&s) != 0 || !s.idom) {
+		printf("FAIL chain: no dominators: %s\n", s.graph_cut ? s.graph_cut : "?");
+		failures++;
+		heap_state_free(&s);
+		return;
+	}
 	for (int v = 1; v < n; v++)
 		CHECK(s.idom[v] == (uint32_t)v - 1);
 	CHECK(s.retained[1] == 10ull * (uint64_t)(n - 1));
@@ -186,6 +196,7 @@ static void test_edges(void)
 
 int main(void)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_edges();
 	for (int i = 0; i < 20000; i++)
 		test_random(2 + (int)rnd(MAXN - 1), 1 + (int)rnd(3));
