@@ -169,8 +169,11 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_state **o
 	ptrace_reap_pending();
 	/* dominators and paths need no target memory: after the release */
 	uint64_t c1 = cpu_ns();
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		heap_graph_finish(&hs[i]);
+		msg_debug(1, "heap: state 0x%llx: %zu objects, %zu references in the graph",
+			  (unsigned long long)hs[i].addr, hs[i].nn, hs[i].ne);
+	}
 	msg_debug(1, "heap: graph %.1f ms of luaspy's CPU", (double)(cpu_ns() - c1) / 1e6);
 	free(stops);
 	free(stopped);

@@ -481,83 +481,56 @@ static void shortest_paths(const struct heap_state *s, uint32_t *pp, uint32_t *p
 	}
 }
 
-#define VISITING (NONE - 1)
+/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
+ * of least semi on the path from V up to the forest root. */
+static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
+			uint32_t *stack)
+{
+	if (anc[v] == NONE)
+		return v;
+	/* compress: the chain of ancestors that have ancestors */
+	size_t n = 0;
+	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
+		stack[n++] = u;
+	while (n > 0) {
+		uint32_t u = stack[--n];
+		if (semi[label[anc[u]]] < semi[label[u]])
+			label[u] = label[anc[u]];
+		anc[u] = anc[anc[u]];
+	}
+	return label[v];
+}
 
-/* Postorder numbering from the root, depth first, iterative (STK, STKE:
- * room for nn): PO[v] its number (NONE on entry for all: unreached
- * stays so), ORD[k] the node numbered k; the root is numbered last.
- * Returns how many were reached. */
-static uint32_t dfs_postorder(const struct heap_state *s, uint32_t *po, uint32_t *ord,
-			      uint32_t *stk, uint32_t *stke)
+/* Depth-first numbering from the root, iterative (STK, STKE: room for
+ * nn): DFN[v] (NONE on entry for all: unreached stays so), VERTEX in
+ * that order, PARENT in the tree. Returns how many were reached. */
+static uint32_t dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *vertex,
+			   uint32_t *parent, uint32_t *stk, uint32_t *stke)
 {
 	const uint32_t *ef = s->efirst;
-	uint32_t np = 0;
+	uint32_t nd = 0;
 	size_t sp = 0;
-	po[0] = VISITING;
+	dfn[0] = nd;
+	vertex[nd++] = 0;
+	parent[0] = NONE;
 	stk[sp] = 0;
 	stke[sp++] = ef[0];
 	while (sp > 0) {
 		uint32_t v = stk[sp - 1];
 		if (stke[sp - 1] >= ef[v + 1]) {
-			po[v] = np;
-			ord[np++] = v;
 			sp--;
 			continue;
 		}
 		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
-		if (po[w] != NONE)
+		if (dfn[w] != NONE)
 			continue;
-		po[w] = VISITING;
+		dfn[w] = nd;
+		vertex[nd++] = w;
+		parent[w] = v;
 		stk[sp] = w;
 		stke[sp++] = ef[w];
 	}
-	return np;
-}
-
-/* Immediate dominators by Cooper, Harvey and Kennedy's iteration ("A
- * Simple, Fast Dominance Algorithm", 2001, as Chrome DevTools computes
- * a heap snapshot's), over successors instead of predecessors so that no
- * predecessor lists are needed: nodes in reverse postorder (PO, ORD: NP
- * reached), each offering itself to its successors, whose candidate
- * becomes the nearest common ancestor, in the tree DOM describes, of the
- * candidate and the offer; passes until nothing changes. DOM[v] gets
- * the immediate dominator (the root's is itself, unreached: NONE).
- * Returns the passes, or -1 past HEAP_DOM_PASSES. */
-static int dominators(const struct heap_state *s, const uint32_t *po, const uint32_t *ord,
-		      uint32_t np, uint32_t *dom)
-{
-	const uint32_t *ef = s->efirst;
-	for (size_t i = 0; i < s->nn; i++)
-		dom[i] = NONE;
-	dom[0] = 0;
-	for (int pass = 1; pass <= HEAP_DOM_PASSES; pass++) {
-		int changed = 0;
-		for (uint32_t k = np; k-- > 0;) {
-			uint32_t v = ord[k];
-			for (uint32_t j = ef[v]; j < ef[v + 1]; j++) {
-				uint32_t w = heap_edge_to(&s->e[j]), d = dom[w], a = v;
-				if (w == 0 || d == v)
-					continue;
-				if (d != NONE) {
-					/* up the tree by postorder number: an ancestor's is higher */
-					uint32_t b = d;
-					while (a != b) {
-						while (po[a] < po[b])
-							a = dom[a];
-						while (po[b] < po[a])
-							b = dom[b];
-					}
-				}
-				if (a != d) {
-					dom[w] = a;
-					changed = 1;
-				}
-			}
-		}
-		if (!changed)
-			return pass;
-	}
-	return -1;
+	return nd;
 }
 
 /* The largest retainers: reached objects (not the root) by retained
@@ -639,7 +612,7 @@ static void by_metatable(struct heap_state *s)
 
 int heap_graph_finish(struct heap_state *s)
 {
-	if (s->nn == 0 || s->nn > VISITING - 1) {
+	if (s->nn == 0 || s->nn > NONE - 1) {
 		if (!s->graph_cut)
 			s->graph_cut = "no objects";
 		return -1;
@@ -651,65 +624,127 @@ int heap_graph_finish(struct heap_state *s)
 	size_t n = s->nn;
 	if (s->graph_cut)
 		return -1;
-	/* 16 bytes per object for the numbering, 12 for the dominators, 20
-	 * for the retained sizes, 24 for the paths (ORD becomes their queue);
-	 * kept: DOM, RET, PP, PE (24) */
-	uint32_t *po = malloc(n * sizeof *po), *ord = malloc(n * sizeof *ord),
-		 *stk = malloc(n * sizeof *stk), *stke = malloc(n * sizeof *stke);
-	uint32_t *dom = NULL, *pp = NULL, *pe = NULL;
+	const uint32_t *ef = s->efirst;
+	/* Lengauer-Tarjan (iterative, path compression) needs 40 bytes per
+	 * object and 4 per reference (the predecessors) while it runs; then
+	 * the retained sizes (8 kept) and the shortest paths (8 kept, VERTEX
+	 * their queue). SEMI starts as the depth-first number (NONE:
+	 * unreached, which it stays). An iteration over successors
+	 * (Cooper-Harvey-Kennedy) needs less but is quadratic on a long
+	 * list whose nodes share a referent (a class, a metatable). */
+	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
+		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
+	uint32_t *pred = NULL, *label = NULL, *anc = NULL, *idom = NULL, *bhead = NULL, *bnext = NULL;
+	uint32_t *pp = NULL, *pe = NULL, *dfn = semi;
 	uint64_t *ret = NULL;
 	int rc = -1;
-	if (!po || !ord || !stk || !stke)
+	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
 		goto nomem;
 	for (size_t i = 0; i < n; i++)
-		po[i] = NONE;
-	uint32_t np = dfs_postorder(s, po, ord, stk, stke);
-	free(stk);
-	free(stke);
-	stk = stke = NULL;
-	dom = malloc(n * sizeof *dom);
-	if (!dom)
+		dfn[i] = NONE;
+	uint32_t nd = dfs_number(s, dfn, vertex, parent, stk, stke);
+	/* predecessors of reached nodes (CSR) */
+	for (size_t v = 0; v < n; v++)
+		if (dfn[v] != NONE)
+			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+				pfirst[heap_edge_to(&s->e[k]) + 1]++;
+	for (size_t i = 0; i < n; i++)
+		pfirst[i + 1] += pfirst[i];
+	pred = malloc(((size_t)pfirst[n] + 1) * sizeof *pred);
+	if (!pred)
 		goto nomem;
-	if (dominators(s, po, ord, np, dom) < 0) {
-		s->graph_cut = "the dominators did not settle in 200 passes";
-		goto out;
+	{
+		uint32_t *fill = stke;   /* reuse: the DFS is done */
+		memcpy(fill, pfirst, n * sizeof *fill);
+		for (size_t v = 0; v < n; v++)
+			if (dfn[v] != NONE)
+				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+					pred[fill[heap_edge_to(&s->e[k])]++] = (uint32_t)v;
 	}
-	/* retained sizes: in postorder, each object before its dominator */
+	free(stke);
+	stke = NULL;
+	label = malloc(n * sizeof *label);
+	anc = malloc(n * sizeof *anc);
+	idom = malloc(n * sizeof *idom);
+	bhead = malloc(n * sizeof *bhead);
+	bnext = malloc(n * sizeof *bnext);
+	if (!label || !anc || !idom || !bhead || !bnext)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		anc[i] = NONE;
+		bhead[i] = NONE;
+		idom[i] = NONE;
+		label[i] = (uint32_t)i;
+	}
+	/* Lengauer-Tarjan: semidominators in reverse DFS order, then idoms */
+	for (uint32_t i = nd; i-- > 1;) {
+		uint32_t w = vertex[i];
+		for (uint32_t k = pfirst[w]; k < pfirst[w + 1]; k++) {
+			uint32_t u = lt_eval(pred[k], anc, label, semi, stk);
+			if (semi[u] < semi[w])
+				semi[w] = semi[u];
+		}
+		uint32_t sw = vertex[semi[w]];
+		bnext[w] = bhead[sw];
+		bhead[sw] = w;
+		uint32_t p = parent[w];
+		anc[w] = p;
+		for (uint32_t v = bhead[p]; v != NONE;) {
+			uint32_t nx = bnext[v];
+			uint32_t u = lt_eval(v, anc, label, semi, stk);
+			idom[v] = semi[u] < semi[v] ? u : p;
+			v = nx;
+		}
+		bhead[p] = NONE;
+	}
+	for (uint32_t i = 1; i < nd; i++) {
+		uint32_t w = vertex[i];
+		if (idom[w] != vertex[semi[w]])
+			idom[w] = idom[idom[w]];
+	}
+	idom[0] = 0;
+
+	free(parent); free(label); free(anc); free(bhead); free(bnext); free(stk); free(pfirst); free(pred);
+	parent = label = anc = bhead = bnext = stk = pfirst = pred = NULL;
+	/* retained sizes: in reverse depth-first order, each object before
+	 * its dominator (an ancestor in the depth-first tree) */
 	ret = malloc(n * sizeof *ret);
 	if (!ret)
 		goto nomem;
-	s->unreached = n - np;
+	s->unreached = n - nd;
 	s->unreached_bytes = 0;
 	for (size_t i = 0; i < n; i++) {
-		ret[i] = dom[i] == NONE ? 0 : s->nself[i];
-		if (dom[i] == NONE)
+		ret[i] = dfn[i] == NONE ? 0 : s->nself[i];
+		if (dfn[i] == NONE)
 			s->unreached_bytes += s->nself[i];
 	}
-	for (uint32_t k = 0; k + 1 < np; k++) {
-		uint32_t w = ord[k];
-		ret[dom[w]] += ret[w];
+	for (uint32_t i = nd; i-- > 1;) {
+		uint32_t w = vertex[i];
+		ret[idom[w]] += ret[w];
 	}
-	free(po);
-	po = NULL;
-	top_retainers(s, ret, dom);
+	free(semi);
+	semi = dfn = NULL;
+	top_retainers(s, ret, idom);
 	by_metatable(s);
 	pp = malloc(n * sizeof *pp);
 	pe = malloc(n * sizeof *pe);
 	if (!pp || !pe)
 		goto nomem;
-	shortest_paths(s, pp, pe, ord);
+	shortest_paths(s, pp, pe, vertex);
 	s->pparent = pp;
 	s->pedge = pe;
-	s->idom = dom;
+	s->idom = idom;
 	s->retained = ret;
-	pp = pe = dom = NULL;
+	pp = pe = idom = NULL;
 	ret = NULL;
 	rc = 0;
 	goto out;
 nomem:
 	s->graph_cut = "out of memory";
 out:
-	free(po); free(ord); free(stk); free(stke); free(dom); free(pp); free(pe); free(ret);
+	free(semi); free(vertex); free(parent); free(stk); free(stke); free(pfirst); free(pred);
+	free(label); free(anc); free(idom); free(bhead); free(bnext); free(pp); free(pe); free(ret);
 	return rc;
 }
 

@@ -194,6 +194,42 @@ static void test_edges(void)
 	heap_state_free(&s);
 }
 
+/* A list 300 000 deep whose every node also references one shared
+ * node (a class, a metatable): each node is dominated by the one before
+ * it, the shared node by the root; an iteration over successors climbs
+ * the list once per node here (quadratic), Lengauer-Tarjan does not. */
+static void test_deep_list(void)
+{
+	struct heap_state s;
+	heap_state_init(&s, 0x1000);
+	uint32_t n = 300000;
+	uint64_t shared = 0x10000 + 32 * (uint64_t)(n + 1);
+	for (uint32_t v = 0; v < n; v++) {
+		heap_node(&s, v == 0 ? 0 : 0x10000 + 32 * (uint64_t)v, HEAP_TABLE, 10);
+		heap_edges_begin(&s, v);
+		if (v == 0)
+			heap_edge(&s, shared, HEAP_E_ROOT, "class", 0);
+		if (v + 1 < n)
+			heap_edge(&s, 0x10000 + 32 * (uint64_t)(v + 1), HEAP_E_KEY, "next", 0);
+		if (v > 0)
+			heap_edge(&s, shared, HEAP_E_OTHER, heap_metatable_edge, 0);
+	}
+	heap_node(&s, shared, HEAP_TABLE, 100);
+	if (heap_graph_finish(&s) != 0 || !s.idom) {
+		printf("FAIL deep list: no dominators: %s\n", s.graph_cut ? s.graph_cut : "?");
+		failures++;
+		heap_state_free(&s);
+		return;
+	}
+	int bad = 0;
+	for (uint32_t v = 1; v < n; v++)
+		bad += s.idom[v] != v - 1;
+	CHECK(bad == 0);
+	CHECK(s.idom[n] == 0);
+	CHECK(s.retained[1] == 10ull * (n - 1));
+	heap_state_free(&s);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -201,6 +237,7 @@ int main(void)
 	for (int i = 0; i < 20000; i++)
 		test_random(2 + (int)rnd(MAXN - 1), 1 + (int)rnd(3));
 	test_chain();
+	test_deep_list();
 	if (failures)
 		printf("%d failures\n", failures);
 	else
