@@ -241,8 +241,8 @@ void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
  * object (breadth first: _G before the registry), the dominator tree
  * (Lengauer-Tarjan, iterative) and the retained size of every object:
  * its own bytes plus those of every object reachable only through it,
- * as Chrome DevTools and Eclipse MAT compute it. Memory (docs/heap.md
- * §7): per object 17 bytes in the walk, 37 kept and 40 more while the
+ * as Chrome DevTools and Eclipse MAT compute it. Memory, docs/heap.md §7:
+ * per object 17 bytes in the walk, 37 kept and 40 more while the
  * dominators are computed; per reference 12 in the walk, 8 kept and 4
  * more for the dominators. */
 
