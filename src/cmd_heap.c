@@ -178,9 +178,17 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_state **o
 	free(stops);
 	free(stopped);
 	free(th);
-	/* gone, or a zombie its parent has not reaped yet */
+	/* gone, or a zombie its parent has not reaped yet; a walk that found
+	 * nothing may have met a process killed mid-walk that is still
+	 * exiting (its memory gone, not yet a zombie): up to 200 ms for it */
 	int pc = proc_check(o->pid);
 	int gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
+	for (int k = 0; n < 0 && !gone && k < 20; k++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		pc = proc_check(o->pid);
+		gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
+	}
 	if (n < 0)
 		return gone ? -LS_E_EXITED : n;
 	if (gone)
