@@ -47,6 +47,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from heap" -s f -l format -x -a 't
 complete -c luaspy -n "__fish_seen_subcommand_from heap report" -l diff -r -F -d 'what grew since OLD (heap), the base profile (report)'
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -l interval -x -d 'snapshots SECS apart, growth between them'
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -l count -x -d 'snapshots --interval takes'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -l max-memory -x -d 'MiB the object graph may take (0: no bound)'
 # top
 complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds between refreshes'
 # dump

@@ -31,7 +31,8 @@ enum {
 	OPT_PGREP, OPT_PGREP_FULL,
 	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT,
 	OPT_NO_DEMANGLE,
-	OPT_COROUTINES
+	OPT_COROUTINES,
+	OPT_HEAP_MAX_MEMORY
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -253,6 +254,12 @@ static const struct cli_option {
 	  "add a root frame per Lua coroutine: main, or coroutine\n"
 	  "0x... and its body function (inside -t's thread root)",
 	  FLAG(coroutines) },
+	/* heap --max-memory (cmd_heap.c, docs/heap.md) */
+	{ "max-memory", 0, OPT_HEAP_MAX_MEMORY, "MIB", H, GRP_OUTPUT,
+	  "memory luaspy's object graph may take (default: half\n"
+	  "of MemAvailable; 0: no bound); past it the counts stay\n"
+	  "whole, paths and retained sizes are left out, and said",
+	  CODE },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -516,6 +523,14 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->pgrep = arg;
 		o->pgrep_full = id == OPT_PGREP_FULL;
 		break;
+	case OPT_HEAP_MAX_MEMORY: {
+		double v;
+		if (parse_double(arg, &v) || v != (double)(int64_t)v || v < 0 || v > 16777215)
+			return usage_error("invalid memory bound '%s': expected MiB from 0 (none) to 16777215", arg);
+		o->heap_max_mib = (int64_t)v;
+		o->heap_max_mib_given = 1;
+		break;
+	}
 	case OPT_APP:
 		if (!upload_name_ok(arg))
 			return usage_error("invalid app name '%s': expected letters, digits, '_', '.', '-'", arg);

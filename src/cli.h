@@ -68,6 +68,8 @@ struct cli_opts {
 	int heap_count;            /* heap --count K: snapshots with --interval (2..1000) */
 	int no_demangle;           /* --no-demangle: C++ names as mangled (elf_sym.h) */
 	int coroutines;            /* record --coroutines: a root frame per Lua coroutine */
+	int64_t heap_max_mib;      /* heap --max-memory MIB (0: no bound) */
+	int heap_max_mib_given;    /* else half of MemAvailable (cmd_heap.c) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

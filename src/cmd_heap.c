@@ -36,6 +36,36 @@ static void drop_output(const struct cli_opts *o, FILE *f)
 
 static int heap_run(struct cli_opts *o, FILE *f);
 
+/* CPU time of this thread, in ns (user + system). */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The MiB the object graphs may take: --max-memory, else half of
+ * MemAvailable (/proc/meminfo, read when the snapshot starts), at least
+ * 64; 4096 when it cannot be read. 0: no bound. */
+static uint64_t heap_max_mib(const struct cli_opts *o)
+{
+	if (o->heap_max_mib_given)
+		return (uint64_t)o->heap_max_mib;
+	uint64_t mib = 4096;
+	FILE *m = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb;
+	while (m && fgets(line, sizeof line, m))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			mib = kb / 2048 < 64 ? 64 : kb / 2048;
+			break;
+		}
+	if (m)
+		fclose(m);
+	return mib > 16777215 ? 16777215 : mib;
+}
+
 int cmd_heap(struct cli_opts *o)
 {
 	FILE *f = stdout;
@@ -125,7 +155,11 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_state **o
 		struct mem_cache mc;
 		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
 		unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
+		flags |= HEAP_MAX_MIB_FLAGS(heap_max_mib(o));
+		uint64_t w0 = time_now_ns(), c0 = cpu_ns();
 		n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
+		msg_debug(1, "heap: walk %.1f ms, %.1f ms of it on luaspy's CPU",
+			  (double)(time_now_ns() - w0) / 1e6, (double)(cpu_ns() - c0) / 1e6);
 		mem_cache_free(&mc);
 	}
 	for (int i = 0; i < nth; i++)
@@ -134,14 +168,27 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_state **o
 	*pause_ns = time_now_ns() - t0;
 	ptrace_reap_pending();
 	/* dominators and paths need no target memory: after the release */
-	for (int i = 0; i < n; i++)
+	uint64_t c1 = cpu_ns();
+	for (int i = 0; i < n; i++) {
 		heap_graph_finish(&hs[i]);
+		msg_debug(1, "heap: state 0x%llx: %zu objects, %zu references in the graph",
+			  (unsigned long long)hs[i].addr, hs[i].nn, hs[i].ne);
+	}
+	msg_debug(1, "heap: graph %.1f ms of luaspy's CPU", (double)(cpu_ns() - c1) / 1e6);
 	free(stops);
 	free(stopped);
 	free(th);
-	/* gone, or a zombie its parent has not reaped yet */
+	/* gone, or a zombie its parent has not reaped yet; a walk that found
+	 * nothing may have met a process killed mid-walk that is still
+	 * exiting (its memory gone, not yet a zombie): up to 200 ms for it */
 	int pc = proc_check(o->pid);
 	int gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
+	for (int k = 0; n < 0 && !gone && k < 20; k++) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+		pc = proc_check(o->pid);
+		gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
+	}
 	if (n < 0)
 		return gone ? -LS_E_EXITED : n;
 	if (gone)
@@ -286,19 +333,27 @@ static int heap_run(struct cli_opts *o, FILE *f)
 				  (int)o->pid, notstopped, nth);
 	} else if (o->heap_format == HEAP_FMT_PPROF) {
 		werr = heap_pprof_write(f, hs, n) < 0;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (hs[i].cut)
 				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
 					  (unsigned long long)hs[i].addr, hs[i].cut);
+			if (hs[i].graph_cut)
+				msg_error("pid %d: state 0x%llx: no paths: %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].graph_cut);
+		}
 	} else if (o->heap_format == HEAP_FMT_PATHS || o->diff) {
 		int prc = o->diff ? heap_diff_write(f, o->diff, hs, n) : heap_paths_write(f, hs, n);
 		if (prc == -LS_E_GARBAGE || (prc == -LS_E_IO && o->diff && !ferror(f)))
 			msg_error("cannot read '%s' as a heap paths file", o->diff);
 		werr = prc < 0;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (hs[i].cut)
 				msg_error("pid %d: state 0x%llx: partial heap: the walk stopped at %s", (int)o->pid,
 					  (unsigned long long)hs[i].addr, hs[i].cut);
+			if (hs[i].graph_cut)
+				msg_error("pid %d: state 0x%llx: no paths: %s", (int)o->pid,
+					  (unsigned long long)hs[i].addr, hs[i].graph_cut);
+		}
 	} else {
 		heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
 		if (notstopped)

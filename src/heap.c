@@ -54,6 +54,9 @@ void heap_state_free(struct heap_state *s)
 	free(s->retained);
 	free(s->islot);
 	free(s->ew);
+	free(s->names);
+	htab_free(&s->nameidx);
+	free(s->bigidx);
 	memset(s, 0, sizeof *s);
 }
 
@@ -158,6 +161,21 @@ static int fn_cmp(const void *a, const void *b)
 
 /* ---- the object graph ------------------------------------------------------ */
 
+/* Would a graph of NN nodes and NE references pass S's memory bound?
+ * Then S's graph is cut, saying the bound. */
+static int over_limit(struct heap_state *s, size_t nn, size_t ne)
+{
+	uint64_t cost = (uint64_t)nn * (HEAP_COST_NODE + (s->want_names ? HEAP_COST_NAMED : 0)) +
+			(uint64_t)ne * HEAP_COST_EDGE;
+	if (!s->mem_limit || cost <= s->mem_limit)
+		return 0;
+	snprintf(s->mem_cut, sizeof s->mem_cut,
+		 "the object graph would take more than %" PRIu64 " MiB (--max-memory), cut at %zu objects",
+		 (s->mem_limit + (1u << 20) - 1) >> 20, s->nn);
+	s->graph_cut = s->mem_cut;
+	return 1;
+}
+
 int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 {
 	if (s->graph_cut)
@@ -166,6 +184,8 @@ int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 		s->graph_cut = "more than 40000000 objects";
 		return -1;
 	}
+	if (over_limit(s, s->nn + 1, s->ne))
+		return -1;
 	if (array_grow(&s->naddr, &s->capn, s->nn + 1, sizeof *s->naddr) < 0 ||
 	    array_grow(&s->nself, &s->capself, s->nn + 1, sizeof *s->nself) < 0 ||
 	    array_grow(&s->ntype, &s->captype, s->nn + 1, sizeof *s->ntype) < 0 ||
@@ -220,8 +240,14 @@ static size_t node_slot(uint64_t addr, size_t mask)
 
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr)
 {
-	if (!s->icap)
+	if (!s->indexed)
 		return -1;
+	if (!s->icap) {   /* the index is given back once the references are resolved */
+		for (size_t i = 0; i < s->nn; i++)
+			if (s->naddr[i] == addr)
+				return (int64_t)i;
+		return -1;
+	}
 	size_t mask = s->icap - 1;
 	for (size_t j = node_slot(addr, mask); s->islot[j]; j = (j + 1) & mask)
 		if (s->naddr[s->islot[j] - 1] == addr)
@@ -246,6 +272,44 @@ void heap_edges_begin(struct heap_state *s, uint32_t i)
 	s->ebegun = (size_t)i + 1;
 }
 
+static int name_eq(const void *ctx, uint32_t i)
+{
+	const void *const *k = ctx;
+	const struct heap_state *s = k[0];
+	return s->names[i] == k[1];
+}
+
+/* The id of edge name NAME (by pointer: interned or static), added when
+ * new; 0 for NULL; -1 out of memory. */
+static int64_t name_id(struct heap_state *s, const char *name)
+{
+	if (!name)
+		return 0;
+	size_t c = (size_t)((uintptr_t)name >> 3) & (HEAP_NAMECACHE - 1);
+	if (s->nc_name[c] == name)
+		return s->nc_id[c];
+	if (!s->nnames) {   /* id 0: no name */
+		if (array_grow(&s->names, &s->capnames, 1, sizeof *s->names) < 0)
+			return -1;
+		s->names[s->nnames++] = NULL;
+	}
+	const void *k[2] = { s, name };
+	uint64_t h = htab_fnv1a_word(HTAB_FNV_INIT, (uint64_t)(uintptr_t)name);
+	size_t pos;
+	if (htab_reserve(&s->nameidx) < 0 ||
+	    array_grow(&s->names, &s->capnames, s->nnames + 1, sizeof *s->names) < 0)
+		return -1;
+	int64_t i = htab_find(&s->nameidx, h, name_eq, k, &pos);
+	if (i < 0) {
+		i = (int64_t)s->nnames;
+		s->names[s->nnames++] = name;
+		htab_insert(&s->nameidx, pos, h, (uint32_t)i);
+	}
+	s->nc_name[c] = name;
+	s->nc_id[c] = (uint32_t)i;
+	return i;
+}
+
 void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, int64_t idx)
 {
 	if (s->graph_cut)
@@ -254,18 +318,34 @@ void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, in
 		s->graph_cut = "more than 200000000 references";
 		return;
 	}
-	if (array_grow(&s->ew, &s->capew, 2 * (s->ne + 1), sizeof *s->ew) < 0) {
+	if (over_limit(s, s->nn, s->ne + 1))
+		return;
+	if (array_grow(&s->ew, &s->capew, 3 * (s->ne + 1), sizeof *s->ew) < 0) {
 		s->graph_cut = "out of memory";
 		return;
 	}
-	uint64_t v;
-	if (kind == HEAP_E_INDEX)
-		memcpy(&v, &idx, 8);
-	else
-		v = (uint64_t)(uintptr_t)name;
+	int64_t v;
+	if (kind != HEAP_E_INDEX) {
+		v = name_id(s, name);
+	} else if (idx >= 0 && idx < (int64_t)HEAP_BIGIDX) {
+		v = idx;
+	} else {
+		v = -1;
+		if (array_grow(&s->bigidx, &s->capbigidx, s->nbigidx + 1, sizeof *s->bigidx) == 0) {
+			s->bigidx[s->nbigidx] = idx;
+			v = (int64_t)(HEAP_BIGIDX | s->nbigidx++);
+		}
+	}
+	if (v < 0 || v > UINT32_MAX) {
+		s->graph_cut = "out of memory";
+		return;
+	}
 	/* addresses of objects are below 2^62 (tv_gc, lh_ptr_ok check it) */
-	s->ew[2 * s->ne] = (to & ((1ull << 62) - 1)) | (uint64_t)kind << 62;
-	s->ew[2 * s->ne + 1] = v;
+	uint64_t a = (to & ((1ull << 62) - 1)) | (uint64_t)kind << 62;
+	uint32_t *w = &s->ew[3 * s->ne];
+	w[0] = (uint32_t)a;
+	w[1] = (uint32_t)(a >> 32);
+	w[2] = (uint32_t)v;
 	s->ne++;
 }
 
@@ -277,7 +357,7 @@ void heap_edge(struct heap_state *s, uint64_t to, int kind, const char *name, in
 static int graph_index(struct heap_state *s)
 {
 	size_t n = s->nn, cap = 256;
-	while (cap < 2 * n)
+	while (cap < n + n / 3 + 1)   /* at most 3/4 full */
 		cap <<= 1;
 	uint32_t *slot = calloc(cap, sizeof *slot);
 	if (!slot) {
@@ -316,7 +396,7 @@ static int graph_index(struct heap_state *s)
 			s->nname[nn] = s->nname[i];
 		s->efirst[nn] = (uint32_t)ne;
 		if (ne != e0)
-			memmove(&s->ew[2 * ne], &s->ew[2 * (size_t)e0], (e1 - e0) * 2 * sizeof *s->ew);
+			memmove(&s->ew[3 * ne], &s->ew[3 * (size_t)e0], (e1 - e0) * 3 * sizeof *s->ew);
 		ne += e1 - e0;
 		slot[j] = (uint32_t)nn + 1;
 		nn++;
@@ -327,30 +407,36 @@ static int graph_index(struct heap_state *s)
 	s->ebegun = nn;
 	s->islot = slot;
 	s->icap = cap;
+	s->indexed = 1;
 	/* the references: to node indices, those to no node dropped, each
-	 * 16-byte pair rewritten as a 12-byte edge at or below it */
-	uint8_t *out = (uint8_t *)s->ew;
+	 * 12-byte triple rewritten as an 8-byte edge at or below it */
+	struct heap_edge *out = (struct heap_edge *)(void *)s->ew;
 	size_t k = 0;
 	for (size_t v = 0; v < nn; v++) {
 		uint32_t e0 = s->efirst[v], e1 = s->efirst[v + 1];
 		s->efirst[v] = (uint32_t)k;
 		for (uint32_t j = e0; j < e1; j++) {
-			uint64_t a = s->ew[2 * (size_t)j], val = s->ew[2 * (size_t)j + 1];
+			const uint32_t *w = &s->ew[3 * (size_t)j];
+			uint64_t a = (uint64_t)w[1] << 32 | w[0];
+			uint32_t val = w[2];
 			int64_t t = heap_node_find(s, a & ((1ull << 62) - 1));
 			if (t < 0) {
 				s->edges_lost++;
 				continue;
 			}
-			struct heap_edge e;
-			e.tk = (uint32_t)t << 2 | (uint32_t)(a >> 62);
-			memcpy(e.v, &val, 8);
-			memcpy(out + k * sizeof e, &e, sizeof e);
+			out[k].tk = (uint32_t)t << 2 | (uint32_t)(a >> 62);
+			out[k].v = val;
 			k++;
 		}
 	}
 	s->efirst[nn] = (uint32_t)k;
 	s->ne = k;
-	/* give back the rest: the edges take 12 of every 16 bytes, or none */
+	/* the index is no longer needed for lookups by the thousand: the
+	 * summary's few (heap_node_find) scan the addresses */
+	free(s->islot);
+	s->islot = NULL;
+	s->icap = 0;
+	/* give back the rest: the edges take 8 of every 12 bytes, or none */
 	if (k) {
 		void *e = realloc(s->ew, k * sizeof *s->e);
 		s->e = e ? e : (void *)s->ew;
@@ -364,26 +450,6 @@ static int graph_index(struct heap_state *s)
 }
 
 #define NONE UINT32_MAX
-
-/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
- * of least semi on the path from V up to the forest root. */
-static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
-			uint32_t *stack)
-{
-	if (anc[v] == NONE)
-		return v;
-	/* compress: the chain of ancestors that have ancestors */
-	size_t n = 0;
-	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
-		stack[n++] = u;
-	while (n > 0) {
-		uint32_t u = stack[--n];
-		if (semi[label[anc[u]]] < semi[label[u]])
-			label[u] = label[anc[u]];
-		anc[u] = anc[anc[u]];
-	}
-	return label[v];
-}
 
 static int bymt_cmp(const void *a, const void *b)
 {
@@ -413,6 +479,26 @@ static void shortest_paths(const struct heap_state *s, uint32_t *pp, uint32_t *p
 			queue[qt++] = w;
 		}
 	}
+}
+
+/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
+ * of least semi on the path from V up to the forest root. */
+static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
+			uint32_t *stack)
+{
+	if (anc[v] == NONE)
+		return v;
+	/* compress: the chain of ancestors that have ancestors */
+	size_t n = 0;
+	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
+		stack[n++] = u;
+	while (n > 0) {
+		uint32_t u = stack[--n];
+		if (semi[label[anc[u]]] < semi[label[u]])
+			label[u] = label[anc[u]];
+		anc[u] = anc[anc[u]];
+	}
+	return label[v];
 }
 
 /* Depth-first numbering from the root, iterative (STK, STKE: room for
@@ -447,13 +533,14 @@ static uint32_t dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *
 	return nd;
 }
 
-/* The largest retainers: objects (not the root) by retained size RET,
- * over the ND reached ones in VERTEX, into s->top. */
-static void top_retainers(struct heap_state *s, const uint64_t *ret, const uint32_t *vertex, uint32_t nd)
+/* The largest retainers: reached objects (not the root) by retained
+ * size RET (DOM: NONE when unreached), into s->top; ties in node order. */
+static void top_retainers(struct heap_state *s, const uint64_t *ret, const uint32_t *dom)
 {
 	s->ntop = 0;
-	for (uint32_t i = 1; i < nd; i++) {
-		uint32_t w = vertex[i];
+	for (uint32_t w = 1; w < s->nn; w++) {
+		if (dom[w] == NONE)
+			continue;
 		int m = s->ntop;
 		if (m == HEAP_TOP_RETAINERS && ret[s->top[m - 1]] >= ret[w])
 			continue;
@@ -483,7 +570,7 @@ static void by_metatable(struct heap_state *s)
 		mix[i] = NONE;
 	for (size_t v = 1; ok && v < n; v++)
 		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
-			if (heap_edge_name(&s->e[k]) != heap_metatable_edge)
+			if (heap_edge_name(s, &s->e[k]) != heap_metatable_edge)
 				continue;
 			uint32_t m = heap_edge_to(&s->e[k]);
 			if (mix[m] == NONE) {
@@ -532,39 +619,30 @@ int heap_graph_finish(struct heap_state *s)
 	}
 	/* the index is built even for a cut graph: the summary finds its
 	 * largest tables by address */
-	if (!s->icap && graph_index(s) < 0)
+	if (!s->indexed && graph_index(s) < 0)
 		return -1;
 	size_t n = s->nn;
 	if (s->graph_cut)
 		return -1;
 	const uint32_t *ef = s->efirst;
-	/* Lengauer-Tarjan's arrays, each reused once its first use is over:
-	 * the breadth-first queue becomes VERTEX (depth-first order), SEMI
-	 * starts as the depth-first number (NONE: unreached) */
-	uint32_t *pp = malloc(n * sizeof *pp), *pe = malloc(n * sizeof *pe), *vertex = malloc(n * sizeof *vertex);
-	uint32_t *parent = malloc(n * sizeof *parent), *semi = malloc(n * sizeof *semi),
-		 *label = malloc(n * sizeof *label), *anc = malloc(n * sizeof *anc),
-		 *idom = malloc(n * sizeof *idom), *bhead = malloc(n * sizeof *bhead),
-		 *bnext = malloc(n * sizeof *bnext), *stk = malloc(n * sizeof *stk),
-		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst),
-		 *pred = malloc((s->ne + 1) * sizeof *pred);
-	uint32_t *queue = vertex, *dfn = semi;
+	/* Lengauer-Tarjan (iterative, path compression) needs 40 bytes per
+	 * object and 4 per reference (the predecessors) while it runs; then
+	 * the retained sizes (8 kept) and the shortest paths (8 kept, VERTEX
+	 * their queue). SEMI starts as the depth-first number (NONE:
+	 * unreached, which it stays). An iteration over successors
+	 * (Cooper-Harvey-Kennedy) needs less but is quadratic on a long
+	 * list whose nodes share a referent (a class, a metatable). */
+	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
+		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
+	uint32_t *pred = NULL, *label = NULL, *anc = NULL, *idom = NULL, *bhead = NULL, *bnext = NULL;
+	uint32_t *pp = NULL, *pe = NULL, *dfn = semi;
 	uint64_t *ret = NULL;
 	int rc = -1;
-	if (!pp || !pe || !vertex || !parent || !semi || !label || !anc || !idom ||
-	    !bhead || !bnext || !stk || !stke || !pfirst || !pred) {
-		s->graph_cut = "out of memory";
-		goto out;
-	}
-	shortest_paths(s, pp, pe, queue);
-	/* depth-first numbering, iterative */
-	for (size_t i = 0; i < n; i++) {
+	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
+		goto nomem;
+	for (size_t i = 0; i < n; i++)
 		dfn[i] = NONE;
-		anc[i] = NONE;
-		bhead[i] = NONE;
-		idom[i] = NONE;
-		label[i] = (uint32_t)i;
-	}
 	uint32_t nd = dfs_number(s, dfn, vertex, parent, stk, stke);
 	/* predecessors of reached nodes (CSR) */
 	for (size_t v = 0; v < n; v++)
@@ -573,6 +651,9 @@ int heap_graph_finish(struct heap_state *s)
 				pfirst[heap_edge_to(&s->e[k]) + 1]++;
 	for (size_t i = 0; i < n; i++)
 		pfirst[i + 1] += pfirst[i];
+	pred = malloc(((size_t)pfirst[n] + 1) * sizeof *pred);
+	if (!pred)
+		goto nomem;
 	{
 		uint32_t *fill = stke;   /* reuse: the DFS is done */
 		memcpy(fill, pfirst, n * sizeof *fill);
@@ -580,6 +661,21 @@ int heap_graph_finish(struct heap_state *s)
 			if (dfn[v] != NONE)
 				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
 					pred[fill[heap_edge_to(&s->e[k])]++] = (uint32_t)v;
+	}
+	free(stke);
+	stke = NULL;
+	label = malloc(n * sizeof *label);
+	anc = malloc(n * sizeof *anc);
+	idom = malloc(n * sizeof *idom);
+	bhead = malloc(n * sizeof *bhead);
+	bnext = malloc(n * sizeof *bnext);
+	if (!label || !anc || !idom || !bhead || !bnext)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		anc[i] = NONE;
+		bhead[i] = NONE;
+		idom[i] = NONE;
+		label[i] = (uint32_t)i;
 	}
 	/* Lengauer-Tarjan: semidominators in reverse DFS order, then idoms */
 	for (uint32_t i = nd; i-- > 1;) {
@@ -608,34 +704,34 @@ int heap_graph_finish(struct heap_state *s)
 			idom[w] = idom[idom[w]];
 	}
 	idom[0] = 0;
-	/* retained sizes: children before their dominator; what only the
-	 * dominators needed is given back first */
-	free(parent); free(label); free(anc); free(bhead); free(bnext); free(stk); free(stke);
-	free(pfirst); free(pred);
-	parent = label = anc = bhead = bnext = stk = stke = pfirst = pred = NULL;
+
+	free(parent); free(label); free(anc); free(bhead); free(bnext); free(stk); free(pfirst); free(pred);
+	parent = label = anc = bhead = bnext = stk = pfirst = pred = NULL;
+	/* retained sizes: in reverse depth-first order, each object before
+	 * its dominator (an ancestor in the depth-first tree) */
 	ret = malloc(n * sizeof *ret);
-	if (!ret) {
-		s->graph_cut = "out of memory";
-		goto out;
+	if (!ret)
+		goto nomem;
+	s->unreached = n - nd;
+	s->unreached_bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		ret[i] = dfn[i] == NONE ? 0 : s->nself[i];
+		if (dfn[i] == NONE)
+			s->unreached_bytes += s->nself[i];
 	}
-	for (size_t i = 0; i < n; i++)
-		ret[i] = s->nself[i];
 	for (uint32_t i = nd; i-- > 1;) {
 		uint32_t w = vertex[i];
 		ret[idom[w]] += ret[w];
 	}
-	s->unreached = n - nd;
-	s->unreached_bytes = 0;
-	for (size_t i = 0; i < n; i++)
-		if (dfn[i] == NONE) {
-			s->unreached_bytes += s->nself[i];
-			ret[i] = 0;
-		}
-	top_retainers(s, ret, vertex, nd);
-	free(vertex);
 	free(semi);
-	vertex = semi = NULL;
+	semi = dfn = NULL;
+	top_retainers(s, ret, idom);
 	by_metatable(s);
+	pp = malloc(n * sizeof *pp);
+	pe = malloc(n * sizeof *pe);
+	if (!pp || !pe)
+		goto nomem;
+	shortest_paths(s, pp, pe, vertex);
 	s->pparent = pp;
 	s->pedge = pe;
 	s->idom = idom;
@@ -643,10 +739,12 @@ int heap_graph_finish(struct heap_state *s)
 	pp = pe = idom = NULL;
 	ret = NULL;
 	rc = 0;
+	goto out;
+nomem:
+	s->graph_cut = "out of memory";
 out:
-	free(pp); free(pe); free(vertex); free(parent); free(semi);
-	free(label); free(anc); free(idom); free(bhead); free(bnext); free(stk); free(stke);
-	free(pfirst); free(pred); free(ret);
+	free(semi); free(vertex); free(parent); free(stk); free(stke); free(pfirst); free(pred);
+	free(label); free(anc); free(idom); free(bhead); free(bnext); free(pp); free(pe); free(ret);
 	return rc;
 }
 
@@ -661,13 +759,13 @@ static int is_ident(const char *k)
 }
 
 /* The text of edge E (FIRST: the path's first segment). */
-static void seg_text(const struct heap_edge *e, int first, char *out, size_t len, int collapse)
+static void seg_text(const struct heap_state *s, const struct heap_edge *e, int first, char *out, size_t len, int collapse)
 {
 	/* a table key is cut at 63 bytes; any other name ("local 'buf'
 	 * (/a/long/path/w.lua:30)", upvalues) keeps both ends, so that the
 	 * line at its end survives a long chunk name */
 	char c[64], w[256];
-	const char *name = "?", *en = heap_edge_name(e);
+	const char *name = "?", *en = heap_edge_name(s, e);
 	int kind = heap_edge_kind(e);
 	int cut = 0;
 	if (en && kind == HEAP_E_KEY) {
@@ -711,7 +809,7 @@ static void seg_text(const struct heap_edge *e, int first, char *out, size_t len
 		if (collapse)
 			snprintf(out, len, "[*]");
 		else
-			snprintf(out, len, "[%" PRId64 "]", heap_edge_idx(e));
+			snprintf(out, len, "[%" PRId64 "]", heap_edge_idx(s, e));
 		break;
 	default:
 		snprintf(out, len, " > %s", name);
@@ -748,7 +846,7 @@ static int node_path(const struct heap_state *s, uint32_t i, char *buf, size_t l
 	}
 	for (int m = n - 1; m >= 0; m--) {
 		char seg[160];
-		seg_text(&s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg, collapse);
+		seg_text(s, &s->e[chain[m]], m == n - 1 && !more, seg, sizeof seg, collapse);
 		size_t sl = strlen(seg);
 		if (used + sl + 4 > len) {
 			snprintf(buf + used, len - used, "...");
@@ -775,7 +873,7 @@ int heap_node_prefixes(const struct heap_state *s, uint32_t i, const char **out,
 	int k = 0;
 	for (int m = n - 1; m >= 0 && k < max; m--) {
 		char seg[160];
-		seg_text(&s->e[chain[m]], m == n - 1, seg, sizeof seg, 1);
+		seg_text(s, &s->e[chain[m]], m == n - 1, seg, sizeof seg, 1);
 		size_t sl = strlen(seg);
 		if (used + sl + 1 > sizeof buf)
 			break;
@@ -1243,10 +1341,17 @@ int heap_walk_states(const uint64_t *addrs, int n, unsigned flags,
 	if (!s)
 		return -LS_E_NOMEM;
 	int k = 0;
+	uint64_t left = (uint64_t)HEAP_FLAGS_MAX_MIB(flags) << 20;   /* 0: no bound */
 	for (int i = 0; i < n; i++) {
 		heap_state_init(&s[k], addrs[i]);
 		s[k].want_names = (flags & HEAP_WANT_NAMES) != 0;
+		s[k].mem_limit = left ? left : (HEAP_FLAGS_MAX_MIB(flags) ? 1 : 0);
 		int rc = walk(ctx, addrs[i], &s[k]);
+		if (left) {   /* the next state gets what this one left */
+			uint64_t used = (uint64_t)s[k].nn * (HEAP_COST_NODE + (s[k].want_names ? HEAP_COST_NAMED : 0)) +
+					(uint64_t)s[k].ne * HEAP_COST_EDGE;
+			left = used < left ? left - used : 0;
+		}
 		if (rc < 0) {
 			msg_debug(1, "heap: state 0x%llx: %s", (unsigned long long)addrs[i], err_text(rc));
 			heap_state_free(&s[k]);

@@ -40,6 +40,19 @@ enum heap_type {
 const char *heap_type_name(int t);
 
 #define HEAP_WANT_NAMES 0x1     /* vm_ops.heap flag: name every node (heap_node_name) */
+/* vm_ops.heap flags: the MiB luaspy's object graphs (all states) may
+ * take, at most 2^24 - 1 (0: no bound); past it a state's graph is cut
+ * (graph_cut, naming the bound): counts stay whole, no paths or
+ * retained sizes. docs/heap.md §7. */
+#define HEAP_MAX_MIB_FLAGS(mib) ((unsigned)(mib) << 8)
+#define HEAP_FLAGS_MAX_MIB(flags) ((flags) >> 8)
+/* What the graph takes at its peak, estimated per object and per
+ * reference as it grows (docs/heap.md §7: the walk 17 + 12 per
+ * reference, the resolution up to 28 + 12, the dominators 57 + 12;
+ * names for -f heapsnapshot 16 more per object). */
+#define HEAP_COST_NODE 57u
+#define HEAP_COST_NAMED 16u
+#define HEAP_COST_EDGE 12u
 
 #define HEAP_TOP 10              /* entries in each "largest" list */
 #define HEAP_TOP_RETAINERS 20    /* entries in the largest-retainers list */
@@ -72,13 +85,15 @@ enum heap_edge_kind {
  * groups tables and userdata by their metatable). */
 extern const char heap_metatable_edge[];
 
-/* One reference of the graph, 12 bytes (references outnumber objects):
- * read it through the accessors below. */
+/* One reference of the graph, 8 bytes (references outnumber objects):
+ * read it through the accessors below (after struct heap_state). */
 struct heap_edge {
 	uint32_t tk;                 /* target node << 2 | enum heap_edge_kind */
-	uint32_t v[2];               /* HEAP_E_INDEX: the index; else the name (interned or
-				      * static, or NULL), as 8 bytes */
+	uint32_t v;                  /* HEAP_E_INDEX: the index (HEAP_BIGIDX set: the index is
+				      * s->bigidx[v & ~HEAP_BIGIDX]); else the name's id in
+				      * s->names (0: no name) */
 };
+#define HEAP_BIGIDX 0x80000000u
 
 /* Target node of edge E. */
 static inline uint32_t heap_edge_to(const struct heap_edge *e)
@@ -92,27 +107,12 @@ static inline int heap_edge_kind(const struct heap_edge *e)
 	return (int)(e->tk & 3);
 }
 
-/* The index of a HEAP_E_INDEX edge E. */
-static inline int64_t heap_edge_idx(const struct heap_edge *e)
-{
-	int64_t i;
-	memcpy(&i, e->v, 8);
-	return i;
-}
-
-/* The name of edge E, or NULL (an index edge has none). */
-static inline const char *heap_edge_name(const struct heap_edge *e)
-{
-	const char *n;
-	if (heap_edge_kind(e) == HEAP_E_INDEX)
-		return NULL;
-	memcpy(&n, e->v, sizeof n);
-	return n;
-}
-
 /* Key names met during a walk, by the key string's address: field names
  * repeat, so most table edges need no read and no interning. */
 #define HEAP_KEYCACHE 4096
+/* Names of edges by pointer, in front of their index (few names, met
+ * on most edges). */
+#define HEAP_NAMECACHE 1024
 
 /* Lua closures of one prototype. */
 struct heap_fn {
@@ -144,17 +144,29 @@ struct heap_state {
 	size_t nn, capn, capself, captype, capname;
 	int want_names;
 	uint32_t *islot;             /* address -> node + 1 (0: empty), open addressing */
-	size_t icap;                 /* slots: a power of two, at least twice nn; 0 before finish */
+	size_t icap;                 /* slots: a power of two, at most 3/4 full; 0 outside
+				      * heap_graph_finish's resolution of the references */
+	int indexed;                 /* heap_graph_finish has indexed the nodes */
 	uint64_t dups;               /* nodes met twice (a list crossing another): dropped */
 	uint32_t *efirst;            /* first edge of each node begun; nn + 1 after finish */
 	size_t capfirst, ebegun;
 	struct heap_edge *e;         /* the references, after heap_graph_finish */
 	size_t ne;
-	uint64_t *ew;                /* during the walk: per edge the target address | kind << 62,
-				      * then the index or name (heap_graph_finish makes E of it) */
+	uint32_t *ew;                /* during the walk, 12 bytes per edge: the target address
+				      * | kind << 62 (two words, low first), then the edge's V
+				      * (heap_graph_finish makes E of it, in place) */
 	size_t capew;
+	const char **names;          /* edge names by id (V of struct heap_edge); names[0]: NULL */
+	size_t nnames, capnames;
+	struct htab nameidx;         /* pointer -> id */
+	const char *nc_name[HEAP_NAMECACHE]; /* the last name met per cache slot, its id */
+	uint32_t nc_id[HEAP_NAMECACHE];
+	int64_t *bigidx;             /* indices outside 0 .. 2^31 - 1 (HEAP_BIGIDX) */
+	size_t nbigidx, capbigidx;
 	uint64_t edges_lost;         /* references to no object walked */
-	const char *graph_cut;       /* static text: why the graph is incomplete, or NULL */
+	const char *graph_cut;       /* static text or mem_cut: why the graph is incomplete, or NULL */
+	uint64_t mem_limit;          /* bytes the graph may take (HEAP_COST_*), 0: no bound */
+	char mem_cut[128];            /* graph_cut's text when mem_limit stopped it */
 	/* heap_graph_finish(): shortest path from the root (parent node and
 	 * edge), immediate dominator, retained bytes; UINT32_MAX: unreached */
 	uint32_t *pparent, *pedge, *idom;
@@ -175,6 +187,22 @@ struct heap_state {
 	uint64_t kc_addr[HEAP_KEYCACHE]; /* the walk's key names (heap_key_name) */
 	const char *kc_name[HEAP_KEYCACHE];
 };
+
+/* The index of a HEAP_E_INDEX edge E of S. */
+static inline int64_t heap_edge_idx(const struct heap_state *s, const struct heap_edge *e)
+{
+	if (e->v & HEAP_BIGIDX)
+		return s->bigidx[e->v & ~HEAP_BIGIDX];
+	return (int64_t)e->v;
+}
+
+/* The name of edge E of S, or NULL (an index edge has none). */
+static inline const char *heap_edge_name(const struct heap_state *s, const struct heap_edge *e)
+{
+	if (heap_edge_kind(e) == HEAP_E_INDEX || e->v >= s->nnames)
+		return NULL;
+	return s->names[e->v];
+}
 
 /* Start S for the state at ADDR (zeroes it). */
 void heap_state_init(struct heap_state *s, uint64_t addr);
@@ -213,9 +241,9 @@ void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
  * object (breadth first: _G before the registry), the dominator tree
  * (Lengauer-Tarjan, iterative) and the retained size of every object:
  * its own bytes plus those of every object reachable only through it,
- * as Chrome DevTools and Eclipse MAT compute it. Memory (docs/heap.md §7):
+ * as Chrome DevTools and Eclipse MAT compute it. Memory, docs/heap.md §7:
  * per object 17 bytes in the walk, 37 kept and 40 more while the
- * dominators are computed; per reference 16 in the walk, 12 kept and 4
+ * dominators are computed; per reference 12 in the walk, 8 kept and 4
  * more for the dominators. */
 
 #define HEAP_MAX_NODES 40000000u  /* objects in the graph; past it no graph (graph_cut) */
@@ -234,7 +262,8 @@ int heap_object_begin(struct heap_state *s, uint64_t addr, int type, uint64_t by
 /* With S->want_names: name node I (NAME interned or static). */
 void heap_node_name(struct heap_state *s, int64_t i, const char *name);
 /* Index of the node at ADDR, or -1 (and always -1 before
- * heap_graph_finish: the walk builds no index). */
+ * heap_graph_finish: the walk builds no index). After it, a scan of the
+ * nodes: for a few lookups. */
 int64_t heap_node_find(const struct heap_state *s, uint64_t addr);
 /* Start the references of node I: I is at least the previous one + 1
  * (nodes skipped have none), from 0. */

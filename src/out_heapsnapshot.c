@@ -203,7 +203,7 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 				name = h->nname && h->nname[i] ? h->nname[i] : node_default_name(h->ntype[i]);
 			if (mtname && i > 0 && (h->ntype[i] == HEAP_TABLE || h->ntype[i] == HEAP_UDATA)) {
 				for (uint32_t e = h->efirst[i]; e < h->efirst[i + 1]; e++) {
-					if (heap_edge_name(&h->e[e]) != heap_metatable_edge)
+					if (heap_edge_name(h, &h->e[e]) != heap_metatable_edge)
 						continue;
 					uint32_t m = heap_edge_to(&h->e[e]);
 					if (!mtname[m]) {
@@ -245,12 +245,12 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 		for (size_t j = 0; graph_ok(h) && j < h->ne; j++) {
 			const struct heap_edge *e = &h->e[j];
 			uint64_t to = (base + heap_edge_to(e)) * 7;
-			const char *name = heap_edge_name(e);
+			const char *name = heap_edge_name(h, e);
 			int et;
 			int64_t ni;
 			switch (heap_edge_kind(e)) {
 			case HEAP_E_INDEX:
-				fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, ET_ELEMENT, heap_edge_idx(e), to);
+				fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, ET_ELEMENT, heap_edge_idx(h, e), to);
 				continue;
 			case HEAP_E_KEY:
 			case HEAP_E_ROOT:

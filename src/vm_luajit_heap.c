@@ -107,7 +107,7 @@ static void add_string(struct lh *h, uint64_t o)
 	uint64_t bytes = h->lay->str_data + len + 1;   /* lj_str_size */
 	int64_t ni;
 	heap_object_begin(h->s, o, HEAP_STRING, bytes, &ni);
-	if (h->s->want_names) {
+	if (h->s->want_names && ni >= 0) {
 		char nb[40];
 		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
 		if (mem_read(h->m, o + h->lay->str_data, nb, n) == 0)

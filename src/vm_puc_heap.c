@@ -105,7 +105,7 @@ static void add_string(struct ph *p, uint64_t o, const uint8_t *h)
 	}
 	int64_t ni;
 	heap_object_begin(p->s, o, HEAP_STRING, bytes, &ni);
-	if (p->s->want_names) {
+	if (p->s->want_names && ni >= 0) {
 		char nb[40];
 		size_t n = len < sizeof nb ? (size_t)len : sizeof nb;
 		if (mem_read(p->m, o + (uint64_t)p->lay->ts_data, nb, n) == 0)
