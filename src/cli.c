@@ -163,8 +163,8 @@ static const struct cli_option {
 	{ "pgrep", 0, OPT_PGREP, "PATTERN", R | T | D, GRP_TARGET,
 	  "processes whose name matches PATTERN (POSIX ERE, as\n"
 	  "pgrep(1)), never luaspy or its ancestors; waits up to\n"
-	  "--timeout for one; several: a root frame each (record,\n"
-	  "top), a block each (dump)" },
+	  "--timeout for one; a root frame each, later matches\n"
+	  "added (record, top); a block each (dump)" },
 	{ "pgrep-full", 0, OPT_PGREP_FULL, "PATTERN", R | T | D, GRP_TARGET,
 	  "as --pgrep, matching the whole command line (pgrep -f)" },
 	/* heap --interval, --count (cmd_heap.c) */

@@ -210,7 +210,7 @@ static void period_upload(const struct cli_opts *o, const struct period_job *j)
 	if (until_s <= from_s)
 		until_s = from_s + 1;
 	char name[1024];
-	if (!o->subprocesses && o->npids < 2) {
+	if (!o->subprocesses && !o->pgrep) {
 		upload_name(o, j, name, sizeof name, j->pid, NULL);
 		upload_one(o, j, q, name, from_s, until_s);
 		return;
