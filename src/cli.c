@@ -27,7 +27,8 @@ enum {
 	OPT_PERF_MAP_APPEND,
 	OPT_PERF_MAP,
 	OPT_PGREP, OPT_PGREP_FULL,
-	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT
+	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT,
+	OPT_UPLOAD_QUEUE, OPT_UPLOAD_QUEUE_MAX, OPT_UPLOAD_QUEUE_MIB
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -173,6 +174,16 @@ static const struct cli_option {
 	  "grew between each two, by type and by path" },
 	{ "count", 0, OPT_HEAP_COUNT, "K", H, GRP_OUTPUT,
 	  "snapshots --interval takes (default 2, at most 1000)" },
+	/* record --upload-queue (upload.c, docs/upload-queue.md) */
+	{ "upload-queue", 0, OPT_UPLOAD_QUEUE, "DIR", R, GRP_OUTPUT,
+	  "keep the profiles --upload could not send yet in DIR\n"
+	  "(a file each), for this run and the next" },
+	{ "upload-queue-max", 0, OPT_UPLOAD_QUEUE_MAX, "N", R, GRP_OUTPUT,
+	  "profiles the upload queue holds; when full the oldest\n"
+	  "is dropped (default 64, with --upload-queue 1000)" },
+	{ "upload-queue-mib", 0, OPT_UPLOAD_QUEUE_MIB, "MIB", R, GRP_OUTPUT,
+	  "MiB the upload queue holds (default 64, with\n"
+	  "--upload-queue 256)" },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -459,6 +470,21 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 			return usage_error("invalid count '%s': expected 2 to 1000 snapshots", arg);
 		o->heap_count = (int)v;
 		break;
+	case OPT_UPLOAD_QUEUE:
+		if (!*arg)
+			return usage_error("%s", "--upload-queue: give a directory");
+		o->upload_queue = arg;
+		break;
+	case OPT_UPLOAD_QUEUE_MAX:
+		if (parse_double(arg, &v) || v != (double)(int)v || v < 1 || v > 1000000)
+			return usage_error("invalid --upload-queue-max '%s': expected 1 to 1000000 profiles", arg);
+		o->upload_queue_max = (unsigned)v;
+		break;
+	case OPT_UPLOAD_QUEUE_MIB:
+		if (parse_double(arg, &v) || v != (double)(int)v || v < 1 || v > 1048576)
+			return usage_error("invalid --upload-queue-mib '%s': expected 1 to 1048576 MiB", arg);
+		o->upload_queue_mib = (unsigned)v;
+		break;
 	case 'v': o->verbose++; break;
 	case OPT_FOCUS: o->focus = arg; break;
 	case OPT_IGNORE: o->ignore = arg; break;
@@ -671,6 +697,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 		o->heap_count = 2;
 	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)
 		return usage_error("%s", "--app, --tag and --upload-header need --upload");
+	if ((o->upload_queue || o->upload_queue_max || o->upload_queue_mib) && !o->upload)
+		return usage_error("%s", "--upload-queue, --upload-queue-max and --upload-queue-mib need --upload");
 	if (o->upload && !o->period_s)
 		o->period_s = o->duration_s > 0 && o->duration_s < 10 ? o->duration_s : 10;
 	if (o->period_s > 0 && o->duration_s > 0 && o->duration_s < o->period_s)

@@ -66,6 +66,10 @@ struct cli_opts {
 	int npids;                 /* how many; 0 without --pgrep; pids[0] == pid */
 	double heap_interval_s;    /* heap --interval SECS: 0 = one snapshot */
 	int heap_count;            /* heap --count K: snapshots with --interval (2..1000) */
+	/* record --upload-queue (upload.c, docs/upload-queue.md) */
+	const char *upload_queue;  /* --upload-queue DIR, or NULL: in memory */
+	unsigned upload_queue_max; /* --upload-queue-max N profiles, 0: the default */
+	unsigned upload_queue_mib; /* --upload-queue-mib MIB, 0: the default */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

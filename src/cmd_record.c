@@ -605,7 +605,10 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 		fprintf(stderr, "Uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped\n",
 			(unsigned long long)uc.sent, (unsigned long long)uc.attempts_failed,
 			(unsigned long long)uc.rejected, (unsigned long long)uc.dropped);
-		if (uc.last_error[0] && (uc.rejected || uc.dropped))
+		if (o->upload_queue)
+			fprintf(stderr, "Upload queue '%s': %llu from an earlier run, %llu kept for the next\n",
+				o->upload_queue, (unsigned long long)uc.earlier, (unsigned long long)uc.kept);
+		if (uc.last_error[0] && (uc.rejected || uc.dropped || uc.kept))
 			msg_error("upload to '%s': last failure: %s", o->upload, uc.last_error);
 	}
 	if (o->stats) {
@@ -615,9 +618,16 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 			(unsigned long long)pr.dropped_samples, o->period_s, PERIOD_OUT_QUEUE_MAX);
 		if (o->upload)
 			fprintf(stderr, "uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped "
-				"(queue: %d profiles, %u MiB)\n", (unsigned long long)uc.sent,
-				(unsigned long long)uc.attempts_failed, (unsigned long long)uc.rejected,
-				(unsigned long long)uc.dropped, UPLOAD_QUEUE_MAX, UPLOAD_QUEUE_MAX_BYTES >> 20);
+				"(queue: %u profiles, %zu MiB%s%s%s); %llu files not ours, %llu not written\n",
+				(unsigned long long)uc.sent, (unsigned long long)uc.attempts_failed,
+				(unsigned long long)uc.rejected, (unsigned long long)uc.dropped,
+				o->upload_queue_max ? o->upload_queue_max :
+				o->upload_queue ? UPLOAD_DISK_MAX : UPLOAD_QUEUE_MAX,
+				o->upload_queue_mib ? (size_t)o->upload_queue_mib :
+				(size_t)(o->upload_queue ? UPLOAD_DISK_MAX_BYTES : UPLOAD_QUEUE_MAX_BYTES) >> 20,
+				o->upload_queue ? " in '" : "", o->upload_queue ? o->upload_queue : "",
+				o->upload_queue ? "'" : "", (unsigned long long)uc.bad_files,
+				(unsigned long long)uc.disk_failed);
 	}
 	profile_free(p);
 	int code = session_finish(s);
@@ -654,7 +664,9 @@ int cmd_record(struct cli_opts *o)
 upload:
 		if (o->upload) {
 			char why[300];
-			if (upload_start(o->upload, o->upload_headers, o->nupload_headers, why,
+			struct upload_queue_opts uq = { o->upload_queue, o->upload_queue_max,
+							(size_t)o->upload_queue_mib << 20 };
+			if (upload_start(o->upload, o->upload_headers, o->nupload_headers, &uq, why,
 					 sizeof why) < 0) {
 				msg_error("--upload: %s", why);
 				return err_exit_code(LS_E_USAGE);
