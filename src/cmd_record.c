@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,22 @@ static int record_write_file(const struct profile *q, int fmt, const char *path)
 	return rc;
 }
 
+/* -v: luaspy's own heap after period N was written and freed, what
+ * bench/fleet-rss.sh reads to tell live data from RSS (docs/report.md §5). */
+static void period_say_heap(unsigned long long n)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+	if (msg_verbose < 1)
+		return;
+	struct mallinfo2 mi = mallinfo2();
+	msg_debug(1, "period %llu: luaspy's heap: %zu kB in use (%zu kB of it mmapped), %zu kB free "
+		  "in the allocator (mallinfo2)", n, (mi.uordblks + mi.hblkhd) >> 10, mi.hblkhd >> 10,
+		  mi.fordblks >> 10);
+#else
+	(void)n;
+#endif
+}
+
 /* The writer thread's job (period_out_fn): push J to --upload, write
  * it to its file, count, free it. */
 static void period_write(void *jv, void *arg)
@@ -398,9 +415,11 @@ static void period_write(void *jv, void *arg)
 				(unsigned long long)profile_meta_const(j->q)->samples, j->path);
 		}
 	}
+	unsigned long long n = j->n;
 	profile_free(j->q);
 	free(j);
 	__atomic_sub_fetch(&pr->queued_samples, samples, __ATOMIC_RELAXED);
+	period_say_heap(n);
 }
 
 /* Cut the period that ends now: its stacks into a profile of their own
