@@ -193,7 +193,8 @@ static void upload_one(const struct cli_opts *o, const struct period_job *j,
 		return;
 	}
 	if (upload_queue(buf, len, name, from_s, until_s, o->rate_hz) < 0)
-		msg_debug(1, "period %llu: the upload queue is full; dropped", j->n);
+		msg_debug(1, "period %llu: not queued for upload (out of memory, or larger than the "
+			  "whole queue); dropped", j->n);
 }
 
 /* Most processes one period of -s uploads as series of their own; the
