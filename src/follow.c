@@ -232,7 +232,7 @@ static void watch_scan(struct follow *f, uint64_t now)
 	f->watch_scans++;
 	if (n > PGREP_MAX)
 		n = PGREP_MAX; /* the rest: at the next listing, when some have gone */
-	int live = 0;
+	int live = 0, left = 0;
 	for (int i = 0; i < f->n; i++)
 		live += f->tg[i].matched && !f->tg[i].dead;
 	for (int i = 0; i < n; i++) {
@@ -240,7 +240,7 @@ static void watch_scan(struct follow *f, uint64_t now)
 		if (find(f, pid) || was_gone(f, pid))
 			continue;
 		if (live >= PGREP_MAX) {
-			if (!f->watch_over++)
+			if (!left++ && !f->watch_over)
 				msg_error("--pgrep '%s': %d matching processes are followed already (the most): "
 					  "pid %d and later matches are not", f->watch_pat, PGREP_MAX, (int)pid);
 			continue;
@@ -258,6 +258,8 @@ static void watch_scan(struct follow *f, uint64_t now)
 		msg_debug(1, "--pgrep '%s': pid %d \"%s\" matches now: following it", f->watch_pat,
 			  (int)pid, cmd);
 	}
+	if ((unsigned long long)left > f->watch_over)
+		f->watch_over = (unsigned long long)left;
 	/* listing /proc reads two files a process: at most 2% of a CPU */
 	uint64_t wait = 50 * (cpu_now_ns() - cpu0);
 	if (wait < FOLLOW_WATCH_NS)

@@ -55,7 +55,7 @@ struct follow {
 	uint64_t next_watch_ns;    /* when /proc is listed again */
 	pid_t *watch_pids;         /* the last listing's matches (PGREP_MAX) */
 	unsigned long long watch_added;  /* later matches added */
-	unsigned long long watch_over;   /* later matches left out: PGREP_MAX followed already */
+	unsigned long long watch_over;   /* the most matches one listing left out (PGREP_MAX followed) */
 	unsigned long long watch_scans;  /* listings of /proc */
 	unsigned long long probes;       /* follow_scan's probes for Lua so far */
 };
@@ -80,8 +80,8 @@ int follow_add_roots(struct follow *f, const pid_t *pids, int n, int roots_only)
  * listing takes over 2% of a CPU: every 50 times its CPU time, at most
  * FOLLOW_WATCH_MAX_NS) and adds the processes that started matching as
  * roots (pgrep.h: pgrep_match; never luaspy or its ancestors), at most
- * PGREP_MAX matches followed at once (those past it are counted in
- * F->watch_over and said once). Each is said with -v, and so is each
+ * PGREP_MAX matches followed at once (those past it are said once;
+ * F->watch_over: the most one listing left out). Each is said with -v, and so is each
  * process that exits. ROOTS_ONLY: no descendants are followed (no -s).
  * The processes already in F are marked as matches. PATTERN
  * must stay valid while F is used. Returns 0, or -LS_E_USAGE (a bad

@@ -732,7 +732,7 @@ void session_print_stats(const struct session *s, FILE *f)
 	if (s->o.subprocesses || s->o.pgrep)
 		fprintf(f, "processes: %llu followed, %llu exited and freed\n", s->fl.added, s->fl.freed);
 	if (s->fl.watching)
-		fprintf(f, "--pgrep: %llu later matches followed, %llu left out (at most %d at once); "
+		fprintf(f, "--pgrep: %llu later matches followed, up to %llu left out (at most %d at once); "
 			"/proc listed %llu times (every %.0f s or more); %llu probes for Lua\n",
 			s->fl.watch_added, s->fl.watch_over, PGREP_MAX, s->fl.watch_scans,
 			(double)FOLLOW_WATCH_NS / 1e9, s->fl.probes);
