@@ -70,7 +70,9 @@ while kill -0 "$L" 2>/dev/null; do
 	printf '%8d %10d %6d %10s %6d %8d %8d %8d\n' "$t" "$r" "$f" "${h:--}" "$(ls "$D/out" | wc -l)" \
 		"$(ls "$D/queue" 2>/dev/null | grep -c '\.lsq$')" "$(grep -c '^ok' "$D/srv/log" 2>/dev/null)" \
 		"$(for w in $(cat "$D/workers"); do kill -0 "$w" 2>/dev/null && echo; done | wc -l)"
-	[ -z "$first" ] && [ "$(ls "$D/out" | wc -l)" -ge 1 ] && first="$r $f ${h:-0}"
+	# the baseline: the first reading after a period was written (its
+	# -v heap line): the DWARF line tables are loaded by then
+	[ -z "$first" ] && [ -n "$h" ] && first="$r $f $h"
 	last="$r $f ${h:-0}"
 	find "$D/out" -name 'p-*.pb.gz' -mmin +3 -delete 2>/dev/null
 	find "$D/srv" -name 'req-*.pb.gz' -mmin +3 -delete 2>/dev/null
