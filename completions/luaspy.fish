@@ -40,6 +40,9 @@ complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-header -x -
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l perf-map -d 'keep /tmp/perf-PID.map updated with LuaJIT traces'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l perf-map-append -d 'add to an existing map'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l coroutines -d 'a root frame per Lua coroutine'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue -x -a '(__fish_complete_directories)' -d 'keep unsent --upload profiles in DIR'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue-max -x -d 'profiles the upload queue holds'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue-mib -x -d 'MiB the upload queue holds'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
 # heap

@@ -32,7 +32,8 @@ enum {
 	OPT_HEAP_INTERVAL, OPT_HEAP_COUNT,
 	OPT_NO_DEMANGLE,
 	OPT_COROUTINES,
-	OPT_HEAP_MAX_MEMORY
+	OPT_HEAP_MAX_MEMORY,
+	OPT_UPLOAD_QUEUE, OPT_UPLOAD_QUEUE_MAX, OPT_UPLOAD_QUEUE_MIB
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -230,8 +231,8 @@ static const struct cli_option {
 	{ "pgrep", 0, OPT_PGREP, "PATTERN", R | T | D, GRP_TARGET,
 	  "processes whose name matches PATTERN (POSIX ERE, as\n"
 	  "pgrep(1)), never luaspy or its ancestors; waits up to\n"
-	  "--timeout for one; several: a root frame each (record,\n"
-	  "top), a block each (dump)",
+	  "--timeout for one; a root frame each, later matches\n"
+	  "added (record, top); a block each (dump)",
 	  CODE },
 	{ "pgrep-full", 0, OPT_PGREP_FULL, "PATTERN", R | T | D, GRP_TARGET,
 	  "as --pgrep, matching the whole command line (pgrep -f)",
@@ -260,6 +261,19 @@ static const struct cli_option {
 	  "of MemAvailable; 0: no bound); past it the counts stay\n"
 	  "whole, paths and retained sizes are left out, and said",
 	  CODE },
+	/* record --upload-queue (upload.c, docs/upload-queue.md) */
+	{ "upload-queue", 0, OPT_UPLOAD_QUEUE, "DIR", R, GRP_OUTPUT,
+	  "keep the profiles --upload could not send yet in DIR\n"
+	  "(a file each), for this run and the next",
+	  CODE },
+	{ "upload-queue-max", 0, OPT_UPLOAD_QUEUE_MAX, "N", R, GRP_OUTPUT,
+	  "profiles the upload queue holds; when full the oldest\n"
+	  "is dropped (default 64, with --upload-queue 1000)",
+	  INT(upload_queue_max, 1, 1000000, "invalid --upload-queue-max", "expected 1 to 1000000 profiles") },
+	{ "upload-queue-mib", 0, OPT_UPLOAD_QUEUE_MIB, "MIB", R, GRP_OUTPUT,
+	  "MiB the upload queue holds (default 64, with\n"
+	  "--upload-queue 256)",
+	  INT(upload_queue_mib, 1, 1048576, "invalid --upload-queue-mib", "expected 1 to 1048576 MiB") },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -531,6 +545,11 @@ static int apply_option(struct cli_opts *o, int id, const char *arg)
 		o->heap_max_mib_given = 1;
 		break;
 	}
+	case OPT_UPLOAD_QUEUE:
+		if (!*arg)
+			return usage_error("%s", "--upload-queue: give a directory");
+		o->upload_queue = arg;
+		break;
 	case OPT_APP:
 		if (!upload_name_ok(arg))
 			return usage_error("invalid app name '%s': expected letters, digits, '_', '.', '-'", arg);
@@ -747,6 +766,8 @@ static int settle_options(struct cli_opts *o)
 		o->heap_count = 2;
 	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)
 		return usage_error("%s", "--app, --tag and --upload-header need --upload");
+	if ((o->upload_queue || o->upload_queue_max || o->upload_queue_mib) && !o->upload)
+		return usage_error("%s", "--upload-queue, --upload-queue-max and --upload-queue-mib need --upload");
 	if (o->upload && !o->period_s)
 		o->period_s = o->duration_s > 0 && o->duration_s < 10 ? o->duration_s : 10;
 	if (o->period_s > 0 && o->duration_s > 0 && o->duration_s < o->period_s)

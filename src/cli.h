@@ -70,6 +70,10 @@ struct cli_opts {
 	int coroutines;            /* record --coroutines: a root frame per Lua coroutine */
 	int64_t heap_max_mib;      /* heap --max-memory MIB (0: no bound) */
 	int heap_max_mib_given;    /* else half of MemAvailable (cmd_heap.c) */
+	/* record --upload-queue (upload.c, docs/upload-queue.md) */
+	const char *upload_queue;  /* --upload-queue DIR, or NULL: in memory */
+	unsigned upload_queue_max; /* --upload-queue-max N profiles, 0: the default */
+	unsigned upload_queue_mib; /* --upload-queue-mib MIB, 0: the default */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

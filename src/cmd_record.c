@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +193,8 @@ static void upload_one(const struct cli_opts *o, const struct period_job *j,
 		return;
 	}
 	if (upload_queue(buf, len, name, from_s, until_s, o->rate_hz) < 0)
-		msg_debug(1, "period %llu: the upload queue is full; dropped", j->n);
+		msg_debug(1, "period %llu: not queued for upload (out of memory, or larger than the "
+			  "whole queue); dropped", j->n);
 }
 
 /* Most processes one period of -s uploads as series of their own; the
@@ -210,7 +212,7 @@ static void period_upload(const struct cli_opts *o, const struct period_job *j)
 	if (until_s <= from_s)
 		until_s = from_s + 1;
 	char name[1024];
-	if (!o->subprocesses && o->npids < 2) {
+	if (!o->subprocesses && !o->pgrep) {
 		upload_name(o, j, name, sizeof name, j->pid, NULL);
 		upload_one(o, j, q, name, from_s, until_s);
 		return;
@@ -372,6 +374,22 @@ static int record_write_file(const struct profile *q, int fmt, const char *path)
 	return rc;
 }
 
+/* -v: luaspy's own heap after period N was written and freed, what
+ * bench/fleet-rss.sh reads to tell live data from RSS (docs/report.md §5). */
+static void period_say_heap(unsigned long long n)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+	if (msg_verbose < 1)
+		return;
+	struct mallinfo2 mi = mallinfo2();
+	msg_debug(1, "period %llu: luaspy's heap: %zu kB in use (%zu kB of it mmapped), %zu kB free "
+		  "in the allocator (mallinfo2)", n, (mi.uordblks + mi.hblkhd) >> 10, mi.hblkhd >> 10,
+		  mi.fordblks >> 10);
+#else
+	(void)n;
+#endif
+}
+
 /* The writer thread's job (period_out_fn): push J to --upload, write
  * it to its file, count, free it. */
 static void period_write(void *jv, void *arg)
@@ -398,9 +416,11 @@ static void period_write(void *jv, void *arg)
 				(unsigned long long)profile_meta_const(j->q)->samples, j->path);
 		}
 	}
+	unsigned long long n = j->n;
 	profile_free(j->q);
 	free(j);
 	__atomic_sub_fetch(&pr->queued_samples, samples, __ATOMIC_RELAXED);
+	period_say_heap(n);
 }
 
 /* Cut the period that ends now: its stacks into a profile of their own
@@ -605,7 +625,10 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 		fprintf(stderr, "Uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped\n",
 			(unsigned long long)uc.sent, (unsigned long long)uc.attempts_failed,
 			(unsigned long long)uc.rejected, (unsigned long long)uc.dropped);
-		if (uc.last_error[0] && (uc.rejected || uc.dropped))
+		if (o->upload_queue)
+			fprintf(stderr, "Upload queue '%s': %llu from an earlier run, %llu kept for the next\n",
+				o->upload_queue, (unsigned long long)uc.earlier, (unsigned long long)uc.kept);
+		if (uc.last_error[0] && (uc.rejected || uc.dropped || uc.kept))
 			msg_error("upload to '%s': last failure: %s", o->upload, uc.last_error);
 	}
 	if (o->stats) {
@@ -615,9 +638,16 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 			(unsigned long long)pr.dropped_samples, o->period_s, PERIOD_OUT_QUEUE_MAX);
 		if (o->upload)
 			fprintf(stderr, "uploads: %llu sent, %llu failed attempts, %llu refused, %llu dropped "
-				"(queue: %d profiles, %u MiB)\n", (unsigned long long)uc.sent,
-				(unsigned long long)uc.attempts_failed, (unsigned long long)uc.rejected,
-				(unsigned long long)uc.dropped, UPLOAD_QUEUE_MAX, UPLOAD_QUEUE_MAX_BYTES >> 20);
+				"(queue: %u profiles, %zu MiB%s%s%s); %llu files not ours, %llu not written\n",
+				(unsigned long long)uc.sent, (unsigned long long)uc.attempts_failed,
+				(unsigned long long)uc.rejected, (unsigned long long)uc.dropped,
+				o->upload_queue_max ? o->upload_queue_max :
+				o->upload_queue ? UPLOAD_DISK_MAX : UPLOAD_QUEUE_MAX,
+				o->upload_queue_mib ? (size_t)o->upload_queue_mib :
+				(size_t)(o->upload_queue ? UPLOAD_DISK_MAX_BYTES : UPLOAD_QUEUE_MAX_BYTES) >> 20,
+				o->upload_queue ? " in '" : "", o->upload_queue ? o->upload_queue : "",
+				o->upload_queue ? "'" : "", (unsigned long long)uc.bad_files,
+				(unsigned long long)uc.disk_failed);
 	}
 	profile_free(p);
 	int code = session_finish(s);
@@ -654,7 +684,9 @@ int cmd_record(struct cli_opts *o)
 upload:
 		if (o->upload) {
 			char why[300];
-			if (upload_start(o->upload, o->upload_headers, o->nupload_headers, why,
+			struct upload_queue_opts uq = { o->upload_queue, o->upload_queue_max,
+							(size_t)o->upload_queue_mib << 20 };
+			if (upload_start(o->upload, o->upload_headers, o->nupload_headers, &uq, why,
 					 sizeof why) < 0) {
 				msg_error("--upload: %s", why);
 				return err_exit_code(LS_E_USAGE);

@@ -11,6 +11,7 @@
 #include "follow.h"
 #include "intern.h"
 #include "msg.h"
+#include "pgrep.h"
 #include "proc_maps.h"
 #include "proc_task.h"
 #include "timeutil.h"
@@ -190,10 +191,83 @@ int follow_add_roots(struct follow *f, const pid_t *pids, int n, int roots_only)
 		struct tgt *tg = follow_add(f, pids[i]);
 		if (!tg && pids[i] != f->self)
 			return -LS_E_NOMEM;
-		if (tg)
+		if (tg) {
 			tg->next_probe_ns = 0;
+			tg->matched = 1;
+		}
 	}
 	return 0;
+}
+
+int follow_watch(struct follow *f, const char *pattern, int full, int roots_only)
+{
+	if (regcomp(&f->watch_re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+		return -LS_E_USAGE;
+	f->watch_pids = malloc(PGREP_MAX * sizeof *f->watch_pids);
+	if (!f->watch_pids) {
+		regfree(&f->watch_re);
+		return -LS_E_NOMEM;
+	}
+	f->watching = 1;
+	f->roots_only = roots_only;
+	f->watch_full = full;
+	f->watch_pat = pattern;
+	for (int i = 0; i < f->n; i++)
+		f->tg[i].matched = 1;
+	f->next_watch_ns = time_now_ns() + FOLLOW_WATCH_NS;
+	msg_debug(1, "--pgrep '%s': looking for new matches every %.1f s", pattern,
+		  (double)FOLLOW_WATCH_NS / 1e9);
+	return 0;
+}
+
+static int was_gone(const struct follow *f, pid_t pid);
+
+/* follow_watch's listing, when its time has come: add the processes
+ * that match now and are not followed yet. */
+static void watch_scan(struct follow *f, uint64_t now)
+{
+	if (!f->watching || now < f->next_watch_ns)
+		return;
+	uint64_t cpu0 = cpu_now_ns();
+	int n = pgrep_match(&f->watch_re, f->watch_full, f->watch_pids, PGREP_MAX);
+	f->watch_scans++;
+	if (n > PGREP_MAX)
+		n = PGREP_MAX; /* the rest: at the next listing, when some have gone */
+	int live = 0, left = 0;
+	for (int i = 0; i < f->n; i++)
+		live += f->tg[i].matched && !f->tg[i].dead;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = f->watch_pids[i];
+		if (find(f, pid) || was_gone(f, pid))
+			continue;
+		if (live >= PGREP_MAX) {
+			if (!left++ && !f->watch_over)
+				msg_error("--pgrep '%s': %d matching processes are followed already (the most): "
+					  "pid %d and later matches are not", f->watch_pat, PGREP_MAX, (int)pid);
+			continue;
+		}
+		struct tgt *tg = follow_add(f, pid);
+		if (!tg)
+			break; /* out of memory: at the next listing */
+		tg->matched = 1;
+		tg->next_probe_ns = now;
+		live++;
+		f->watch_added++;
+		char cmd[200];
+		if (proc_cmdline(pid, cmd, sizeof cmd) < 0)
+			cmd[0] = 0;
+		msg_debug(1, "--pgrep '%s': pid %d \"%s\" matches now: following it", f->watch_pat,
+			  (int)pid, cmd);
+	}
+	if ((unsigned long long)left > f->watch_over)
+		f->watch_over = (unsigned long long)left;
+	/* listing /proc reads two files a process: at most 2% of a CPU */
+	uint64_t wait = 50 * (cpu_now_ns() - cpu0);
+	if (wait < FOLLOW_WATCH_NS)
+		wait = FOLLOW_WATCH_NS;
+	if (wait > FOLLOW_WATCH_MAX_NS)
+		wait = FOLLOW_WATCH_MAX_NS;
+	f->next_watch_ns = now + wait;
 }
 
 static void close_tgt(struct tgt *tg)
@@ -216,14 +290,19 @@ void follow_reap(struct follow *f)
 			j++;
 			continue;
 		}
+		if (tg->matched || tg->t)
+			msg_debug(1, "pid %d exited: dropped", (int)tg->pid);
 		close_tgt(tg);
 		f->gone[f->ngone % FOLLOW_GONE].pid = tg->pid;
 		f->gone[f->ngone % FOLLOW_GONE].start = tg->start;
 		f->ngone++;
 		f->freed++;
 	}
-	if (f->n > 0 && f->tg[0].dead && f->tg[0].t)
+	if (f->n > 0 && f->tg[0].dead && f->tg[0].t) {
+		if (f->watching)
+			msg_debug(1, "pid %d exited: dropped", (int)f->tg[0].pid);
 		close_tgt(&f->tg[0]); /* the entry stays: session_pid, the end rule */
+	}
 	f->n = f->n > 0 ? j : 0;
 }
 
@@ -275,6 +354,7 @@ int follow_scan(struct follow *f)
 	if (now < f->next_scan_ns)
 		return 0;
 	follow_reap(f);
+	watch_scan(f, now);
 	uint64_t cpu0 = cpu_now_ns();
 	if (!f->roots_only)
 		add_children(f, now);
@@ -308,6 +388,7 @@ int follow_scan(struct follow *f)
 		char why[256];
 		int rc = follow_probe(f, tg, why, sizeof why);
 		probes++;
+		f->probes++;
 		if (rc == -LS_E_NOPID || rc == -LS_E_GONE || rc == -LS_E_ZOMBIE) {
 			tg->dead = 1;
 		} else if (rc < 0) {
@@ -322,6 +403,7 @@ int follow_scan(struct follow *f)
 
 void follow_close(struct follow *f)
 {
+	follow_reap(f); /* says the exits not said yet (-v) */
 	for (int i = 0; i < f->n; i++)
 		close_tgt(&f->tg[i]);
 	free(f->tg);
@@ -330,4 +412,9 @@ void follow_close(struct follow *f)
 	free(f->kids);
 	f->kids = NULL;
 	f->capkids = 0;
+	if (f->watching)
+		regfree(&f->watch_re);
+	f->watching = 0;
+	free(f->watch_pids);
+	f->watch_pids = NULL;
 }

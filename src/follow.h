@@ -5,6 +5,7 @@
 #ifndef LUASPY_FOLLOW_H
 #define LUASPY_FOLLOW_H
 
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,6 +26,7 @@ struct tgt {
 	int dead;                  /* exited or unreadable: skipped, freed at the next scan */
 	int ancestor;              /* an ancestor of luaspy: it cannot exit while we wait */
 	int perf_refused;          /* perf_event_open refused for its threads (said once) */
+	int matched;               /* a --pgrep match (at the start or later), not a descendant */
 	const char *root_label;    /* interned "process PID \"cmdline\"" */
 	struct thread_list threads;/* its threads (threads.h) */
 	struct fiber_names *fibers;/* record --coroutines: its Tarantool fibers (fiber_tarantool.h) */
@@ -49,6 +51,16 @@ struct follow {
 	size_t capkids;
 	int kids_oom;              /* times listing children ran out of memory */
 	int roots_only;            /* follow_scan adds no children (--pgrep without -s) */
+	/* --pgrep during the run (follow_watch): later matches */
+	regex_t watch_re;          /* the pattern, compiled */
+	int watching, watch_full;  /* follow_watch was called; --pgrep-full */
+	const char *watch_pat;     /* the pattern, for messages (the caller's) */
+	uint64_t next_watch_ns;    /* when /proc is listed again */
+	pid_t *watch_pids;         /* the last listing's matches (PGREP_MAX) */
+	unsigned long long watch_added;  /* later matches added */
+	unsigned long long watch_over;   /* the most matches one listing left out (PGREP_MAX followed) */
+	unsigned long long watch_scans;  /* listings of /proc */
+	unsigned long long probes;       /* follow_scan's probes for Lua so far */
 };
 
 /* Set F up (zeroed by the caller): note luaspy's pid and ancestors. */
@@ -66,6 +78,21 @@ struct tgt *follow_add(struct follow *f, pid_t pid);
  * Returns 0 or -LS_E_NOMEM. */
 int follow_add_roots(struct follow *f, const pid_t *pids, int n, int roots_only);
 
+/* --pgrep PATTERN (FULL: --pgrep-full) for the whole run: from now on
+ * follow_scan lists /proc every FOLLOW_WATCH_NS (less often when a
+ * listing takes over 2% of a CPU: every 50 times its CPU time, at most
+ * FOLLOW_WATCH_MAX_NS) and adds the processes that started matching as
+ * roots (pgrep.h: pgrep_match; never luaspy or its ancestors), at most
+ * PGREP_MAX matches followed at once (those past it are said once;
+ * F->watch_over: the most one listing left out). Each is said with -v, and so is each
+ * process that exits. ROOTS_ONLY: no descendants are followed (no -s).
+ * The processes already in F are marked as matches. PATTERN
+ * must stay valid while F is used. Returns 0, or -LS_E_USAGE (a bad
+ * pattern) / -LS_E_NOMEM. docs/pgrep.md §4. */
+#define FOLLOW_WATCH_NS (1000 * 1000000ull)
+#define FOLLOW_WATCH_MAX_NS (10000 * 1000000ull)
+int follow_watch(struct follow *f, const char *pattern, int full, int roots_only);
+
 /* Open TG's process and probe it for Lua (target.h). Returns 0 with
  * TG->t set (and F->runtime when it was the first), -LS_E_NOTLUA or
  * -LS_E_UNSUPPORTED with WHY filled, or another -LS_E_* (the process is
@@ -76,7 +103,7 @@ int follow_probe(struct follow *f, struct tgt *tg, char *why, size_t whylen);
  * and thread lists. */
 void follow_reap(struct follow *f);
 
-/* --subprocesses (or several --pgrep roots), every 10 ms (up to 200 ms when listing the children,
+/* --subprocesses or --pgrep, every 10 ms (up to 200 ms when listing the children,
  * a file read per thread, took over 1 ms of CPU): free the dead, add the
  * children of every live process in F (luaspy excluded), then probe
  * those without Lua whose time has come: at once when new or when they
@@ -84,7 +111,8 @@ void follow_reap(struct follow *f);
  * FOLLOW_REPROBE_NS, and only when the files they map changed since a
  * probe said "not Lua". A process found gone is marked dead. Returns how
  * many probes ran (they open files and read symbol tables: time the
- * sampling did not have). */
+ * sampling did not have). With follow_watch, new --pgrep matches are
+ * added first (follow_watch's interval). */
 int follow_scan(struct follow *f);
 
 /* Close every process's target and thread list, free the table. */

@@ -18,6 +18,7 @@
 #include "intern.h"
 #include "limit.h"
 #include "msg.h"
+#include "pgrep.h"
 #include "place.h"
 #include "proc_ptrace.h"
 #include "proc_task.h"
@@ -277,6 +278,9 @@ int session_start(const struct cli_opts *o, struct session **out)
 	int multi = o->npids > 1;
 	if (multi && follow_add_roots(&s->fl, o->pids + 1, o->npids - 1, !o->subprocesses) < 0)
 		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
+	/* --pgrep: processes that match later join (docs/pgrep.md §4) */
+	if (o->pgrep && follow_watch(&s->fl, o->pgrep, o->pgrep_full, !o->subprocesses) < 0)
+		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	tg = &s->fl.tg[0];
 	if (o->subprocesses || multi) {
 		/* the root may be a shell, a supervisor, a wrapper: its
@@ -352,7 +356,7 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 		r.name = internf("thread %d \"%s\"", (int)tid, tname);
 		stack_push(st, &r);
 	}
-	if (s->o.subprocesses || s->o.npids > 1) {
+	if (s->o.subprocesses || s->o.pgrep) {
 		r.name = tg->root_label;
 		stack_push(st, &r);
 	}
@@ -542,7 +546,7 @@ static int sample_round(struct session *s, struct profile *p, int *anc, int *pro
 {
 	s->st.ticks++;
 	s->st.threads = 0;
-	*probes = s->o.subprocesses || s->o.npids > 1 ? follow_scan(&s->fl) : 0;
+	*probes = s->o.subprocesses || s->o.pgrep ? follow_scan(&s->fl) : 0;
 	*anc = 0;
 	int alive = 0, lua = 0;
 	for (int i = 0; i < s->fl.n; i++) {
@@ -770,8 +774,13 @@ void session_print_stats(const struct session *s, FILE *f)
 	fprintf(f, "stalls: %llu (sampling paused for %llu ms or more; longest %.1f ms)\n",
 		(unsigned long long)s->st.stalls, STALL_NS / 1000000ull,
 		(double)s->st.stall_max_ns / 1e6);
-	if (s->o.subprocesses || s->o.npids > 1)
+	if (s->o.subprocesses || s->o.pgrep)
 		fprintf(f, "processes: %llu followed, %llu exited and freed\n", s->fl.added, s->fl.freed);
+	if (s->fl.watching)
+		fprintf(f, "--pgrep: %llu later matches followed, up to %llu left out (at most %d at once); "
+			"/proc listed %llu times (every %.0f s or more); %llu probes for Lua\n",
+			s->fl.watch_added, s->fl.watch_over, PGREP_MAX, s->fl.watch_scans,
+			(double)FOLLOW_WATCH_NS / 1e9, s->fl.probes);
 	if (s->first_sample_ns && s->attached_ns)
 		fprintf(f, "time to first sample (ms): %.1f  (attach and probe %.1f)\n",
 			(double)(s->first_sample_ns - s->start_ns) / 1e6,
