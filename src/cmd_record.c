@@ -658,9 +658,10 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 	return code;
 }
 
-int cmd_record(struct cli_opts *o)
+/* Before sampling: --period's file pattern (and its default), the
+ * --upload thread, -o writable. 0, or the exit status (the line said). */
+static int record_prepare_outputs(struct cli_opts *o)
 {
-	char defname[64];
 	if (o->period_s > 0) {
 		if (!o->output && o->upload)
 			goto upload;
@@ -699,6 +700,56 @@ upload:
 			return err_exit_code(LS_E_USAGE);
 		}
 	}
+	return 0;
+}
+
+/* P's metadata after the run of session S started at T0 (monotonic ns)
+ * and U0 (Unix ns); TITLE (TITLELEN bytes) holds the title it points to. */
+static void record_meta(struct profile *p, struct session *s, const struct cli_opts *o,
+			char *title, size_t titlelen, uint64_t t0, uint64_t u0)
+{
+	const struct session_stats *st = session_stats(s);
+	struct profile_meta *m = profile_meta(p);
+	snprintf(title, titlelen, "%s", session_cmdline(s));
+	m->title = title;
+	m->pid = session_pid(s);
+	m->rate_hz = o->rate_hz;
+	m->duration_ns = time_now_ns() - t0;
+	m->start_unix_ns = u0;
+	m->samples = st->samples;
+	m->errors = st->errors;
+	m->runtime = session_runtime(s);
+}
+
+/* The lines on stderr after a run: lag, samples and errors, what helps
+ * when most samples tore, --stats. */
+static void record_summary(const struct cli_opts *o, struct session *s)
+{
+	const struct session_stats *st = session_stats(s);
+	session_report_lag(s);
+	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
+		(unsigned long long)st->errors);
+	/* most errors are reads the running target tore (deep LuaJIT stacks
+	 * walked after the release): say what helps */
+	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
+	if (!o->blocking && !o->nonblocking && torn * 10 > st->samples + st->errors && torn >= 10)
+		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); %s",
+			  (unsigned long long)torn, (unsigned long long)(st->samples + st->errors),
+			  session_sampler_perf(s)
+			  ? "the perf sampler reads from the heap what it did not copy at the tick, so "
+			    "the kept samples favour code that runs long between coroutine switches; "
+			    "--sampler ptrace --blocking walks while the thread is stopped"
+			  : "--blocking walks while the thread is stopped");
+	if (o->stats)
+		session_print_stats(s, stderr);
+}
+
+int cmd_record(struct cli_opts *o)
+{
+	char defname[64];
+	int code = record_prepare_outputs(o);
+	if (code)
+		return code;
 	int pg = pgrep_resolve(o);
 	if (pg) {
 		if (o->upload)
@@ -709,7 +760,7 @@ upload:
 	/* native lines are looked up once, at the end, not in the first
 	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
 	symtab_defer_lines(1);
-	int code = session_start(o, &s);
+	code = session_start(o, &s);
 	if (code) {
 		if (o->upload)
 			upload_finish(0);
@@ -742,18 +793,8 @@ upload:
 	int why = session_run(s, p, 250 * 1000000ull, status_tick, &ss);
 	if (ss.printed)
 		fputc('\n', stderr);
-	const struct session_stats *st = session_stats(s);
-	struct profile_meta *m = profile_meta(p);
 	char title[600];
-	snprintf(title, sizeof title, "%s", session_cmdline(s));
-	m->title = title;
-	m->pid = session_pid(s);
-	m->rate_hz = o->rate_hz;
-	m->duration_ns = time_now_ns() - t0;
-	m->start_unix_ns = u0;
-	m->samples = st->samples;
-	m->errors = st->errors;
-	m->runtime = session_runtime(s);
+	record_meta(p, s, o, title, sizeof title, t0, u0);
 	if (why == END_EXITED)
 		msg_debug(1, "target exited; writing the profile");
 	if (profile_map_frames(p, resolve_line, NULL) < 0)
@@ -764,22 +805,7 @@ upload:
 	int nolua = (o->subprocesses || o->npids > 1) && !session_runtime(s);
 	if (nolua)
 		record_say_nolua(o, s);
-	session_report_lag(s);
-	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
-		(unsigned long long)st->errors);
-	/* most errors are reads the running target tore (deep LuaJIT stacks
-	 * walked after the release): say what helps */
-	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
-	if (!o->blocking && !o->nonblocking && torn * 10 > st->samples + st->errors && torn >= 10)
-		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); %s",
-			  (unsigned long long)torn, (unsigned long long)(st->samples + st->errors),
-			  session_sampler_perf(s)
-			  ? "the perf sampler reads the heap after the sample, so the kept samples favour "
-			    "code that runs long between coroutine switches; --sampler ptrace --blocking "
-			    "walks while the thread is stopped"
-			  : "--blocking walks while the thread is stopped");
-	if (o->stats)
-		session_print_stats(s, stderr);
+	record_summary(o, s);
 	if (wrc < 0)
 		msg_error("cannot write '%s': %s", o->output, strerror(-wrc));
 	else
