@@ -152,21 +152,10 @@ static void put_u64(FILE *f, uint64_t v)
 	fwrite(b, 1, n, f);
 }
 
-int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
+/* The snapshot's "meta" object: the field and type names DevTools reads
+ * the flat arrays by (Chromium's heap snapshot format). */
+static void put_meta(FILE *f)
 {
-	struct strtab st = { 0 };
-	struct idset ids = { 0 };
-	ids.next = UINT32_MAX;
-	uint64_t nodes = 1 + (uint64_t)n, edges = (uint64_t)n;
-	for (int k = 0; k < n; k++) {
-		nodes += s[k].nn ? s[k].nn - 1 : 0;
-		if (graph_ok(&s[k]))
-			edges += s[k].ne;
-	}
-	/* strings 0..: the fixed names first */
-	const char *root_name = "(Lua states)";
-	if (str_id(&st, "") < 0 || str_id(&st, root_name) < 0)
-		goto nomem;
 	fputs("{\"snapshot\":{\"meta\":{\"node_fields\":[\"type\",\"name\",\"id\",\"self_size\","
 	      "\"edge_count\",\"trace_node_id\",\"detachedness\"],\"node_types\":[[\"hidden\","
 	      "\"array\",\"string\",\"object\",\"code\",\"closure\",\"regexp\",\"number\",\"native\","
@@ -179,15 +168,14 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 	      "\"function_info_index\",\"count\",\"size\",\"children\"],\"sample_fields\":"
 	      "[\"timestamp_us\",\"last_assigned_id\"],\"location_fields\":[\"object_index\","
 	      "\"script_id\",\"line\",\"column\"]},\"node_count\":", f);
-	put_u64(f, nodes);
-	fputs(",\"edge_count\":", f);
-	put_u64(f, edges);
-	fputs(",\"trace_function_count\":0},\n\"nodes\":[", f);
-	/* the root, then per state its root node and its objects; node K of
-	 * state S is at position base[S] + K (its own root is K = 0) */
-	fprintf(f, "%d,1,1,0,%d,0,0", NT_SYNTHETIC, n);
-	if (id_take(&ids, 1) < 0)
-		goto nomem;
+}
+
+/* The nodes of the N states S after the root: per state its root node
+ * and its objects (node K of state k at position base[k] + K), a table
+ * or userdata named by its metatable's path. 0, or -1: no memory. */
+static int put_nodes(FILE *f, const struct heap_state *s, int n, struct strtab *st,
+		     struct idset *ids)
+{
 	uint64_t base = 1;
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *h = &s[k];
@@ -214,17 +202,17 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 					break;
 				}
 			}
-			int64_t sid = str_id(&st, name);
+			int64_t sid = str_id(st, name);
 			if (sid < 0) {
 				free(mtname);
-				goto nomem;
+				return -1;
 			}
 			uint32_t ne = graph_ok(h) ? h->efirst[i + 1] - h->efirst[i] : 0;
 			/* state roots: 2k + 3 (the root is 1) */
-			int64_t id = node_id(&ids, i == 0 ? 2u * (uint64_t)k + 2 : h->naddr[i]);
+			int64_t id = node_id(ids, i == 0 ? 2u * (uint64_t)k + 2 : h->naddr[i]);
 			if (id < 0) {
 				free(mtname);
-				goto nomem;
+				return -1;
 			}
 			fprintf(f, ",\n%d,%" PRId64 ",%" PRId64 ",%u,%u,0,0",
 				i == 0 ? NT_SYNTHETIC : node_type(h->ntype[i]), sid, id, h->nself[i], ne);
@@ -232,13 +220,15 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 		free(mtname);
 		base += h->nn;
 	}
-	fputs("],\n\"edges\":[", f);
-	/* the root's edges: one per state */
-	base = 1;
-	for (int k = 0; k < n; k++) {
-		fprintf(f, "%s%d,%d,%" PRIu64, k ? "," : "", ET_ELEMENT, k + 1, base * 7);
-		base += s[k].nn;
-	}
+	return 0;
+}
+
+/* The edges of the N states S after the root's (a node's edges follow
+ * its own in node order, to_node is a node's position times 7, the
+ * node fields). 0, or -1: no memory. */
+static int put_edges(FILE *f, const struct heap_state *s, int n, struct strtab *st)
+{
+	uint64_t base;
 	base = 1;
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *h = &s[k];
@@ -260,13 +250,52 @@ int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
 				et = name && !strncmp(name, "upvalue '", 9) ? ET_CONTEXT : ET_INTERNAL;
 				break;
 			}
-			ni = str_id(&st, name ? name : "");
+			ni = str_id(st, name ? name : "");
 			if (ni < 0)
-				goto nomem;
+				return -1;
 			fprintf(f, ",\n%d,%" PRId64 ",%" PRIu64, et, ni, to);
 		}
 		base += h->nn;
 	}
+	return 0;
+}
+
+int out_heapsnapshot_write(FILE *f, const struct heap_state *s, int n)
+{
+	struct strtab st = { 0 };
+	struct idset ids = { 0 };
+	ids.next = UINT32_MAX;
+	uint64_t nodes = 1 + (uint64_t)n, edges = (uint64_t)n;
+	for (int k = 0; k < n; k++) {
+		nodes += s[k].nn ? s[k].nn - 1 : 0;
+		if (graph_ok(&s[k]))
+			edges += s[k].ne;
+	}
+	/* strings 0..: the fixed names first */
+	const char *root_name = "(Lua states)";
+	if (str_id(&st, "") < 0 || str_id(&st, root_name) < 0)
+		goto nomem;
+	put_meta(f);
+	put_u64(f, nodes);
+	fputs(",\"edge_count\":", f);
+	put_u64(f, edges);
+	fputs(",\"trace_function_count\":0},\n\"nodes\":[", f);
+	/* the root, then per state its root node and its objects; node K of
+	 * state S is at position base[S] + K (its own root is K = 0) */
+	fprintf(f, "%d,1,1,0,%d,0,0", NT_SYNTHETIC, n);
+	if (id_take(&ids, 1) < 0)
+		goto nomem;
+	if (put_nodes(f, s, n, &st, &ids) < 0)
+		goto nomem;
+	fputs("],\n\"edges\":[", f);
+	/* the root's edges: one per state */
+	uint64_t base = 1;
+	for (int k = 0; k < n; k++) {
+		fprintf(f, "%s%d,%d,%" PRIu64, k ? "," : "", ET_ELEMENT, k + 1, base * 7);
+		base += s[k].nn;
+	}
+	if (put_edges(f, s, n, &st) < 0)
+		goto nomem;
 	fputs("],\n\"trace_function_infos\":[],\"trace_tree\":[],\"samples\":[],\"locations\":[],\n"
 	      "\"strings\":[", f);
 	for (size_t i = 0; i < st.n; i++) {
