@@ -610,74 +610,53 @@ static void by_metatable(struct heap_state *s)
 	free(mt);
 }
 
-int heap_graph_finish(struct heap_state *s)
+/* Predecessors of the reached objects (DFN[v] != NONE) of S as CSR:
+ * PFIRST (N + 1 entries, zeroed) and *PRED; FILL (N entries) is
+ * scratch. 0, or -1: no memory. */
+static int graph_preds(const struct heap_state *s, const uint32_t *dfn, uint32_t *pfirst,
+		       uint32_t **pred, uint32_t *fill)
 {
-	if (s->nn == 0 || s->nn > NONE - 1) {
-		if (!s->graph_cut)
-			s->graph_cut = "no objects";
-		return -1;
-	}
-	/* the index is built even for a cut graph: the summary finds its
-	 * largest tables by address */
-	if (!s->indexed && graph_index(s) < 0)
-		return -1;
 	size_t n = s->nn;
-	if (s->graph_cut)
-		return -1;
 	const uint32_t *ef = s->efirst;
-	/* Lengauer-Tarjan (iterative, path compression) needs 40 bytes per
-	 * object and 4 per reference (the predecessors) while it runs; then
-	 * the retained sizes (8 kept) and the shortest paths (8 kept, VERTEX
-	 * their queue). SEMI starts as the depth-first number (NONE:
-	 * unreached, which it stays). An iteration over successors
-	 * (Cooper-Harvey-Kennedy) needs less but is quadratic on a long
-	 * list whose nodes share a referent (a class, a metatable). */
-	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
-		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
-		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
-	uint32_t *pred = NULL, *label = NULL, *anc = NULL, *idom = NULL, *bhead = NULL, *bnext = NULL;
-	uint32_t *pp = NULL, *pe = NULL, *dfn = semi;
-	uint64_t *ret = NULL;
-	int rc = -1;
-	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
-		goto nomem;
-	for (size_t i = 0; i < n; i++)
-		dfn[i] = NONE;
-	uint32_t nd = dfs_number(s, dfn, vertex, parent, stk, stke);
-	/* predecessors of reached nodes (CSR) */
 	for (size_t v = 0; v < n; v++)
 		if (dfn[v] != NONE)
 			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
 				pfirst[heap_edge_to(&s->e[k]) + 1]++;
 	for (size_t i = 0; i < n; i++)
 		pfirst[i + 1] += pfirst[i];
-	pred = malloc(((size_t)pfirst[n] + 1) * sizeof *pred);
-	if (!pred)
-		goto nomem;
-	{
-		uint32_t *fill = stke;   /* reuse: the DFS is done */
-		memcpy(fill, pfirst, n * sizeof *fill);
-		for (size_t v = 0; v < n; v++)
-			if (dfn[v] != NONE)
-				for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
-					pred[fill[heap_edge_to(&s->e[k])]++] = (uint32_t)v;
-	}
-	free(stke);
-	stke = NULL;
-	label = malloc(n * sizeof *label);
-	anc = malloc(n * sizeof *anc);
-	idom = malloc(n * sizeof *idom);
-	bhead = malloc(n * sizeof *bhead);
-	bnext = malloc(n * sizeof *bnext);
-	if (!label || !anc || !idom || !bhead || !bnext)
-		goto nomem;
+	uint32_t *pr = malloc(((size_t)pfirst[n] + 1) * sizeof *pr);
+	if (!pr)
+		return -1;
+	memcpy(fill, pfirst, n * sizeof *fill);
+	for (size_t v = 0; v < n; v++)
+		if (dfn[v] != NONE)
+			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+				pr[fill[heap_edge_to(&s->e[k])]++] = (uint32_t)v;
+	*pred = pr;
+	return 0;
+}
+
+/* Lengauer-Tarjan (iterative, path compression) over the N objects, ND
+ * of them reached in depth-first order VERTEX with PARENT, SEMI their
+ * depth-first numbers (turned into semidominators), the predecessors
+ * PFIRST/PRED, STK scratch: IDOM (N entries) the immediate dominators,
+ * NONE where unreached. 0, or -1: no memory. */
+static int graph_idoms(size_t n, uint32_t nd, const uint32_t *vertex, const uint32_t *parent,
+		       uint32_t *semi, const uint32_t *pfirst, const uint32_t *pred, uint32_t *stk,
+		       uint32_t *idom)
+{
+	uint32_t *label = malloc(n * sizeof *label), *anc = malloc(n * sizeof *anc),
+		 *bhead = malloc(n * sizeof *bhead), *bnext = malloc(n * sizeof *bnext);
+	int rc = -1;
+	if (!label || !anc || !bhead || !bnext)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		anc[i] = NONE;
 		bhead[i] = NONE;
 		idom[i] = NONE;
 		label[i] = (uint32_t)i;
 	}
-	/* Lengauer-Tarjan: semidominators in reverse DFS order, then idoms */
+	/* semidominators in reverse DFS order, then idoms */
 	for (uint32_t i = nd; i-- > 1;) {
 		uint32_t w = vertex[i];
 		for (uint32_t k = pfirst[w]; k < pfirst[w + 1]; k++) {
@@ -704,14 +683,23 @@ int heap_graph_finish(struct heap_state *s)
 			idom[w] = idom[idom[w]];
 	}
 	idom[0] = 0;
+	rc = 0;
+out:
+	free(label); free(anc); free(bhead); free(bnext);
+	return rc;
+}
 
-	free(parent); free(label); free(anc); free(bhead); free(bnext); free(stk); free(pfirst); free(pred);
-	parent = label = anc = bhead = bnext = stk = pfirst = pred = NULL;
-	/* retained sizes: in reverse depth-first order, each object before
-	 * its dominator (an ancestor in the depth-first tree) */
-	ret = malloc(n * sizeof *ret);
+/* Retained sizes of S's objects (N entries, malloc'ed; NULL: no memory)
+ * from IDOM, in reverse depth-first order (VERTEX, ND reached) so each
+ * object comes before its dominator; the unreached ones (DFN NONE)
+ * counted in S. */
+static uint64_t *graph_retained(struct heap_state *s, const uint32_t *dfn, const uint32_t *vertex,
+				uint32_t nd, const uint32_t *idom)
+{
+	size_t n = s->nn;
+	uint64_t *ret = malloc(n * sizeof *ret);
 	if (!ret)
-		goto nomem;
+		return NULL;
 	s->unreached = n - nd;
 	s->unreached_bytes = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -723,6 +711,53 @@ int heap_graph_finish(struct heap_state *s)
 		uint32_t w = vertex[i];
 		ret[idom[w]] += ret[w];
 	}
+	return ret;
+}
+
+int heap_graph_finish(struct heap_state *s)
+{
+	if (s->nn == 0 || s->nn > NONE - 1) {
+		if (!s->graph_cut)
+			s->graph_cut = "no objects";
+		return -1;
+	}
+	/* the index is built even for a cut graph: the summary finds its
+	 * largest tables by address */
+	if (!s->indexed && graph_index(s) < 0)
+		return -1;
+	size_t n = s->nn;
+	if (s->graph_cut)
+		return -1;
+	/* Lengauer-Tarjan needs 40 bytes per object and 4 per reference
+	 * (the predecessors) while it runs; then the retained sizes (8
+	 * kept) and the shortest paths (8 kept, VERTEX their queue). SEMI
+	 * starts as the depth-first number (NONE: unreached, which it
+	 * stays). An iteration over successors (Cooper-Harvey-Kennedy)
+	 * needs less but is quadratic on a long list whose nodes share a
+	 * referent (a class, a metatable). */
+	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
+		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
+	uint32_t *pred = NULL, *idom = NULL, *pp = NULL, *pe = NULL, *dfn = semi;
+	uint64_t *ret = NULL;
+	int rc = -1;
+	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
+		goto nomem;
+	for (size_t i = 0; i < n; i++)
+		dfn[i] = NONE;
+	uint32_t nd = dfs_number(s, dfn, vertex, parent, stk, stke);
+	/* STKE is scratch for the predecessors: the DFS is done */
+	if (graph_preds(s, dfn, pfirst, &pred, stke) < 0)
+		goto nomem;
+	free(stke);
+	stke = NULL;
+	if (!(idom = malloc(n * sizeof *idom)) ||
+	    graph_idoms(n, nd, vertex, parent, semi, pfirst, pred, stk, idom) < 0)
+		goto nomem;
+	free(parent); free(stk); free(pfirst); free(pred);
+	parent = stk = pfirst = pred = NULL;
+	if (!(ret = graph_retained(s, dfn, vertex, nd, idom)))
+		goto nomem;
 	free(semi);
 	semi = dfn = NULL;
 	top_retainers(s, ret, idom);
@@ -744,7 +779,7 @@ nomem:
 	s->graph_cut = "out of memory";
 out:
 	free(semi); free(vertex); free(parent); free(stk); free(stke); free(pfirst); free(pred);
-	free(label); free(anc); free(idom); free(bhead); free(bnext); free(pp); free(pe); free(ret);
+	free(idom); free(pp); free(pe); free(ret);
 	return rc;
 }
 
