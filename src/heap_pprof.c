@@ -85,14 +85,13 @@ static int gz_write(FILE *f, const uint8_t *in, size_t len)
 	return rc;
 }
 
-int heap_pprof_write(FILE *f, const struct heap_state *s, int n)
+/* Group the objects of the N states S by their path (its prefixes,
+ * at most PP_DEPTH, as functions): *PV (*CAPPV allocated) gets one entry
+ * per path, numbered as in PATHS; FNS and STRS the names. 0, or -1: no
+ * memory. */
+static int collect_paths(const struct heap_state *s, int n, struct ptrtab *strs,
+			 struct ptrtab *fns, struct ptrtab *paths, struct pp_path **pv, size_t *cappv)
 {
-	struct ptrtab strs = { 0 }, fns = { 0 }, paths = { 0 };
-	struct pp_path *pv = NULL;
-	size_t cappv = 0;
-	int rc = -LS_E_NOMEM;
-	if (pt_id(&strs, "") < 0)
-		goto out;
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *h = &s[k];
 		if (!h->pparent)
@@ -105,24 +104,37 @@ int heap_pprof_write(FILE *f, const struct heap_state *s, int n)
 			if (n > 1)
 				for (int j = 0; j < d; j++)
 					pre[j] = internf("state %d: %s", k, pre[j]);
-			size_t before = paths.n;
-			int64_t pi = pt_id(&paths, pre[d - 1]);
-			if (pi < 0 || array_grow(&pv, &cappv, paths.n, sizeof *pv) < 0)
-				goto out;
-			if (paths.n > before) {   /* a new path: array_grow leaves it unset */
-				memset(&pv[pi], 0, sizeof pv[pi]);
+			size_t before = paths->n;
+			int64_t pi = pt_id(paths, pre[d - 1]);
+			if (pi < 0 || array_grow(pv, cappv, paths->n, sizeof **pv) < 0)
+				return -1;
+			if (paths->n > before) {   /* a new path: array_grow leaves it unset */
+				memset(&(*pv)[pi], 0, sizeof (*pv)[pi]);
 				for (int j = 0; j < d; j++) {
-					int64_t fi = pt_id(&fns, pre[j]);
-					if (fi < 0 || pt_id(&strs, pre[j]) < 0)
-						goto out;
-					pv[pi].fn[j] = (uint32_t)fi;
+					int64_t fi = pt_id(fns, pre[j]);
+					if (fi < 0 || pt_id(strs, pre[j]) < 0)
+						return -1;
+					(*pv)[pi].fn[j] = (uint32_t)fi;
 				}
-				pv[pi].depth = d;
+				(*pv)[pi].depth = d;
 			}
-			pv[pi].count++;
-			pv[pi].bytes += h->nself[i];
+			(*pv)[pi].count++;
+			(*pv)[pi].bytes += h->nself[i];
 		}
 	}
+	return 0;
+}
+
+int heap_pprof_write(FILE *f, const struct heap_state *s, int n)
+{
+	struct ptrtab strs = { 0 }, fns = { 0 }, paths = { 0 };
+	struct pp_path *pv = NULL;
+	size_t cappv = 0;
+	int rc = -LS_E_NOMEM;
+	if (pt_id(&strs, "") < 0)
+		goto out;
+	if (collect_paths(s, n, &strs, &fns, &paths, &pv, &cappv) < 0)
+		goto out;
 	/* the profile: sample types, one function and location per prefix,
 	 * one sample per path */
 	int64_t s_obj = pt_id(&strs, "inuse_objects"), s_cnt = pt_id(&strs, "count"),
