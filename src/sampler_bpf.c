@@ -301,8 +301,10 @@ static int pick(struct sampler_bpf *b, pid_t tid, uint64_t time_ns)
 struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns)
 {
 	const struct proc_cfg *p = proc_find(b, pid);
-	if (!p)
+	if (!p) {
+		b->c.unconfigured++;
 		return NULL;
+	}
 	int k = pick(b, tid, time_ns);
 #if HAVE_BPF
 	if (k < 0 && b->rb) {

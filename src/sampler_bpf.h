@@ -33,6 +33,9 @@ struct bpf_tick_counts {
 	uint64_t paired;         /* perf samples walked over their tick copy */
 	uint64_t unpaired;       /* perf samples of a configured process without one
 	                          * (record lost, ring full, or not written) */
+	uint64_t unconfigured;   /* perf samples of a process not (yet) configured:
+	                          * taken before its state was known, or past
+	                          * LSBPF_MAX_PROCS */
 	uint64_t orphans;        /* records no perf sample claimed (its sample lost) */
 	uint64_t cut;            /* paired copies whose running thread's stack was
 	                          * larger than the window (frames below read live) */

@@ -752,10 +752,12 @@ void session_print_stats(const struct session *s, FILE *f)
 			s->pc.user_only ? " (user mode only: no sample inside system calls)" : "");
 		if (s->bpf) {
 			const struct bpf_tick_counts *b = sampler_bpf_counts(s->bpf);
-			fprintf(f, "perf tick copies (eBPF): %llu samples walked over one, %llu without; "
+			fprintf(f, "perf tick copies (eBPF): %llu samples walked over one, %llu without, "
+				"%llu before the state was configured; "
 				"%llu records unclaimed, %llu cut (Lua stack over %u KiB: frames below read "
 				"live), %llu events without the program; pairing gap max %.1f us\n",
 				(unsigned long long)b->paired, (unsigned long long)b->unpaired,
+				(unsigned long long)b->unconfigured,
 				(unsigned long long)b->orphans, (unsigned long long)b->cut, 16u,
 				(unsigned long long)s->pc.bpf_failed, (double)b->max_delta_ns / 1e3);
 		} else {
