@@ -68,6 +68,11 @@ const struct lj_layout *lj_layout_match(const struct lj_codeinfo *ci, unsigned h
 /* Scan VM machine code CODE (LEN bytes) for the entry, vmstate and cur_L
  * patterns. Fills CI. Returns 0 when G2DISP was found, -1 otherwise. */
 int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci);
+/* Helpers of the code scans (vm_luajit_layout.c, vm_luajit_derive.c):
+ * the little-endian int32 at P (an x86 disp32 or imm32), and the most
+ * frequent of the N values V (small N; -1 when N is 0). */
+int32_t lj_rd32(const uint8_t *p);
+int32_t lj_mode_of(const int32_t *v, int n);
 
 /* ---- the VM found in a process ---- */
 

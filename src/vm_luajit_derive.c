@@ -15,29 +15,6 @@
 #define SIZEOF_L_MIN 48u            /* sizeof(lua_State): 64|96, OpenResty 80|112 */
 #define SIZEOF_L_MAX 256u
 
-static int32_t rd32(const uint8_t *p)
-{
-	int32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-/* Most frequent value of V[0..N) (small N), -1 when N is 0. */
-static int32_t mode_of(const int32_t *v, int n)
-{
-	int best = -1, bestc = 0;
-	for (int i = 0; i < n; i++) {
-		int c = 0;
-		for (int j = 0; j < n; j++)
-			c += v[j] == v[i];
-		if (c > bestc) {
-			bestc = c;
-			best = i;
-		}
-	}
-	return best < 0 ? -1 : v[best];
-}
-
 /* An instruction OP with a [r14+disp32] operand at CODE[I]: REX prefix
  * with B set (r14), opcode OP, ModRM mod 10 rm 110. Returns the
  * global_State offset (G2DISP + disp) or -1; *REG gets the other
@@ -48,7 +25,7 @@ static int64_t r14_op(const uint8_t *code, size_t len, size_t i, uint8_t op, uin
 	if (i + 7 > len || (code[i] & 0xf1) != 0x41 || code[i + 1] != op ||
 	    (code[i + 2] & 0xc7) != 0x86)
 		return -1;
-	int64_t o = (int64_t)g2 + rd32(code + i + 3);
+	int64_t o = (int64_t)g2 + lj_rd32(code + i + 3);
 	if (o < 0 || o >= (int64_t)g2)
 		return -1;
 	*reg = ((code[i] >> 2) & 1) << 3 | ((code[i + 2] >> 3) & 7);
@@ -71,8 +48,8 @@ int lj_derive_code(const uint8_t *code, size_t len, struct lj_dcode *d)
 		int64_t o;
 		/* mov [DISPATCH+GL(jit_base)], 0: vm_exit_interp, lj_vm_exit_handler */
 		if ((code[i] & 0xf1) == 0x41 && code[i + 1] == 0xc7 && code[i + 2] == 0x86 &&
-		    i + 11 <= len && rd32(code + i + 7) == 0) {
-			o = (int64_t)g2 + rd32(code + i + 3);
+		    i + 11 <= len && lj_rd32(code + i + 7) == 0) {
+			o = (int64_t)g2 + lj_rd32(code + i + 3);
 			if (o == (int64_t)d->ci.cur_L + gr)
 				d->jit_base = (int32_t)o;
 			continue;
@@ -109,8 +86,8 @@ int lj_derive_code(const uint8_t *code, size_t len, struct lj_dcode *d)
 			}
 		}
 	}
-	d->gc_total = mode_of(tot, ntot);
-	d->jtrace = mode_of(jt, njt);
+	d->gc_total = lj_mode_of(tot, ntot);
+	d->jtrace = lj_mode_of(jt, njt);
 	return 0;
 }
 

@@ -103,15 +103,14 @@ const struct lj_layout *lj_layout_match(const struct lj_codeinfo *ci, unsigned h
 	return NULL;
 }
 
-static int32_t rd32(const uint8_t *p)
+int32_t lj_rd32(const uint8_t *p)
 {
 	int32_t v;
 	memcpy(&v, p, 4);
 	return v;
 }
 
-/* Most frequent value of an int array (small N). */
-static int32_t mode_of(const int32_t *v, int n)
+int32_t lj_mode_of(const int32_t *v, int n)
 {
 	int best = -1, bestc = 0;
 	for (int i = 0; i < n; i++) {
@@ -147,7 +146,7 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci)
 		uint8_t pfx = g ? 0x49 : 0x41;
 		for (size_t j = i + 4; j + 7 <= len && j < i + 48; j++) {
 			if (code[j] == pfx && code[j + 1] == 0x81 && code[j + 2] == 0xc6) {
-				int32_t v = rd32(code + j + 3);
+				int32_t v = lj_rd32(code + j + 3);
 				if (v > 0 && v < 0x10000) {
 					disp[nd++] = v;
 					if (gc64 < 0)
@@ -161,7 +160,7 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci)
 	}
 	if (nd == 0 || gc64 < 0)
 		return -1;
-	int32_t g2 = mode_of(disp, nd);
+	int32_t g2 = lj_mode_of(disp, nd);
 	ci->gc64 = gc64;
 	ci->g2disp = (uint32_t)g2;
 	/* vmstate: mov dword [r14+disp32], ~N  (41 c7 86 disp32 imm32), imm in [~8, ~0] */
@@ -169,22 +168,22 @@ int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci)
 	int nvs = 0, ncl = 0;
 	for (size_t i = 0; i + 11 <= len; i++) {
 		if (code[i] == 0x41 && code[i + 1] == 0xc7 && code[i + 2] == 0x86 && nvs < 64) {
-			int32_t imm = rd32(code + i + 7);
-			int64_t o = (int64_t)g2 + rd32(code + i + 3);   /* no int overflow */
+			int32_t imm = lj_rd32(code + i + 7);
+			int64_t o = (int64_t)g2 + lj_rd32(code + i + 3);   /* no int overflow */
 			if (imm < 0 && imm >= -9 && o > 0 && o <= INT32_MAX)
 				vs[nvs++] = (int32_t)o;
 		}
 		/* cur_L: mov [r14+disp32], rbp (49 89 ae) / ebp (41 89 ae) */
 		if (code[i] == (gc64 ? 0x49 : 0x41) && code[i + 1] == 0x89 && code[i + 2] == 0xae &&
 		    ncl < 64) {
-			int64_t o = (int64_t)g2 + rd32(code + i + 3);
+			int64_t o = (int64_t)g2 + lj_rd32(code + i + 3);
 			if (o > 0 && o <= INT32_MAX)
 				cl[ncl++] = (int32_t)o;
 		}
 	}
 	if (nvs)
-		ci->vmstate = mode_of(vs, nvs);
+		ci->vmstate = lj_mode_of(vs, nvs);
 	if (ncl)
-		ci->cur_L = mode_of(cl, ncl);
+		ci->cur_L = lj_mode_of(cl, ncl);
 	return 0;
 }
