@@ -122,7 +122,7 @@ int32_t lj_mode_of(const int32_t *v, int n)
 			best = i;
 		}
 	}
-	return best < 0 ? 0 : v[best];
+	return best < 0 ? -1 : v[best];
 }
 
 int lj_code_derive(const uint8_t *code, size_t len, struct lj_codeinfo *ci)
