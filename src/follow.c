@@ -30,6 +30,15 @@ static uint64_t cpu_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* How long until the next scan that took the CPU time since CPU0: FACTOR
+ * times it (a scan costs at most 1/FACTOR of a CPU), within [LO, HI] ns.
+ * The one back-off rule of the child and --pgrep scans. */
+static uint64_t scan_wait_ns(uint64_t cpu0, uint64_t factor, uint64_t lo, uint64_t hi)
+{
+	uint64_t wait = factor * (cpu_now_ns() - cpu0);
+	return wait < lo ? lo : wait > hi ? hi : wait;
+}
+
 /* PID's parent and start time (stat fields 4 and 22). 0 or -1. */
 static int stat_ppid_start(pid_t pid, pid_t *ppid, unsigned long long *start)
 {
@@ -262,12 +271,7 @@ static void watch_scan(struct follow *f, uint64_t now)
 	if ((unsigned long long)left > f->watch_over)
 		f->watch_over = (unsigned long long)left;
 	/* listing /proc reads two files a process: at most 2% of a CPU */
-	uint64_t wait = 50 * (cpu_now_ns() - cpu0);
-	if (wait < FOLLOW_WATCH_NS)
-		wait = FOLLOW_WATCH_NS;
-	if (wait > FOLLOW_WATCH_MAX_NS)
-		wait = FOLLOW_WATCH_MAX_NS;
-	f->next_watch_ns = now + wait;
+	f->next_watch_ns = now + scan_wait_ns(cpu0, 50, FOLLOW_WATCH_NS, FOLLOW_WATCH_MAX_NS);
 }
 
 static void close_tgt(struct tgt *tg)
@@ -362,12 +366,7 @@ int follow_scan(struct follow *f)
 	 * threads is scanned less often, so that the scan takes at most
 	 * 10% of a CPU (CPU time: being preempted on a loaded machine is
 	 * no reason to scan less), and at least every CHILD_SCAN_MAX_NS */
-	uint64_t wait = 10 * (cpu_now_ns() - cpu0);
-	if (wait < CHILD_SCAN_NS)
-		wait = CHILD_SCAN_NS;
-	if (wait > CHILD_SCAN_MAX_NS)
-		wait = CHILD_SCAN_MAX_NS;
-	f->next_scan_ns = now + wait;
+	f->next_scan_ns = now + scan_wait_ns(cpu0, 10, CHILD_SCAN_NS, CHILD_SCAN_MAX_NS);
 	int probes = 0;
 	for (int i = 0; i < f->n; i++) {
 		struct tgt *tg = &f->tg[i];
