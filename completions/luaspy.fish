@@ -60,8 +60,8 @@ complete -c luaspy -n "__fish_seen_subcommand_from dump" -s s -l subprocesses -d
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l locals -d 'show local variables and upvalues of Lua frames'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l locals-length -x -d 'bytes of a string value shown'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l native-only -d 'native frames only'
-complete -c luaspy -n "__fish_seen_subcommand_from dump" -l core -r -F -d 'read a core file'
-complete -c luaspy -n "__fish_seen_subcommand_from dump" -l exe -r -F -d 'executable of the core'
+complete -c luaspy -n "__fish_seen_subcommand_from dump heap" -l core -r -F -d 'read a core file'
+complete -c luaspy -n "__fish_seen_subcommand_from dump heap" -l exe -r -F -d 'executable of the core'
 # report
 complete -c luaspy -n "__fish_seen_subcommand_from report" -F
 complete -c luaspy -n "__fish_seen_subcommand_from report" -l focus -x -d 'keep stacks with a frame matching REGEX'

@@ -168,11 +168,11 @@ static const struct cli_option {
 	  "perf: the kernel copies registers and stack (perf events,\n"
 	  "no stop); auto: perf where allowed, else ptrace",
 	  CODE },
-	{ "core", 0, OPT_CORE, "FILE", D, GRP_TARGET,
+	{ "core", 0, OPT_CORE, "FILE", D | H, GRP_TARGET,
 	  "read the process from the core file FILE (kernel or gcore)\n"
 	  "instead of --pid",
 	  STR(core) },
-	{ "exe", 0, OPT_EXE, "FILE", D, GRP_TARGET,
+	{ "exe", 0, OPT_EXE, "FILE", D | H, GRP_TARGET,
 	  "with --core: the executable that ran (default: the path\n"
 	  "the core names, used when its build-id matches)",
 	  STR(exe) },
@@ -301,6 +301,7 @@ static const struct {
 		"" },
 	[CMD_HEAP] = {
 		"Usage: luaspy heap [OPTIONS] --pid PID\n"
+		"       luaspy heap [OPTIONS] --core CORE [--exe EXE]\n"
 		"Stop the process, walk every Lua object and print what the heap holds:\n"
 		"bytes by type beside the VM's own count, the largest retainers (by\n"
 		"retained size) and tables with their paths from the roots, tables by\n"
@@ -762,6 +763,8 @@ static int settle_options(struct cli_opts *o)
 		return usage_error("%s", "--count needs --interval");
 	if (o->cmd == CMD_HEAP && o->heap_interval_s && (o->diff || o->heap_format != HEAP_FMT_TEXT))
 		return usage_error("%s", "--interval writes text: it takes no --diff and no -f heapsnapshot, paths or pprof");
+	if (o->cmd == CMD_HEAP && o->core && o->heap_interval_s)
+		return usage_error("%s", "--core is one moment: no --interval");
 	if (o->cmd == CMD_HEAP && o->heap_interval_s && !o->heap_count)
 		o->heap_count = 2;
 	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)

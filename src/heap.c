@@ -1256,8 +1256,12 @@ static void put_preview(FILE *f, const char *p, int n, int cut)
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
 		     double pause_ms)
 {
-	fprintf(f, "Process %d: %s, %d state%s, threads stopped for %.1f ms\n", pid,
-		runtime ? runtime : "Lua", n, n == 1 ? "" : "s", pause_ms);
+	if (pause_ms < 0) /* heap --core: nothing stopped */
+		fprintf(f, "Process %d: %s, %d state%s, read from a core file\n", pid,
+			runtime ? runtime : "Lua", n, n == 1 ? "" : "s");
+	else
+		fprintf(f, "Process %d: %s, %d state%s, threads stopped for %.1f ms\n", pid,
+			runtime ? runtime : "Lua", n, n == 1 ? "" : "s", pause_ms);
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *st = &s[k];
 		uint64_t total = 0, count = 0;
