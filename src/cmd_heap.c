@@ -118,7 +118,9 @@ static int heap_take_core(struct cli_opts *o, struct target *t, struct heap_stat
 	mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
 	unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
 	flags |= HEAP_MAX_MIB_FLAGS(heap_max_mib(o));
+	uint64_t c0 = cpu_ns();
 	int n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
+	msg_debug(1, "heap: walk of the core %.1f ms of luaspy's CPU", (double)(cpu_ns() - c0) / 1e6);
 	mem_cache_free(&mc);
 	for (int i = 0; i < n; i++)
 		heap_graph_finish(&hs[i]);
