@@ -26,6 +26,7 @@
 #include "sampler_bpf.h"
 #include "sampler_perf.h"
 #include "session.h"
+#include "gc_filter.h"
 #include "stopper.h"
 #include "timeutil.h"
 
@@ -64,6 +65,7 @@ struct session {
 	                            * LUASPY_PERF_ONCE, for measurements) */
 	struct sampler_bpf *bpf;   /* perf: the eBPF tick copy (sampler_bpf.h), or NULL */
 	char bpf_why[256];         /* perf: why there is none (--stats) */
+	struct gc_filter *gcf;     /* record --gc (gc_filter.h), or NULL */
 };
 
 static void on_signal(int sig)
@@ -98,6 +100,7 @@ static int start_failed(struct session *s, int code)
 	if (s->perf)
 		close(s->epfd);
 	sampler_bpf_close(s->bpf);
+	free(s->gcf);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
@@ -311,6 +314,16 @@ int session_start(const struct cli_opts *o, struct session **out)
 		tg->next_probe_ns = time_now_ns() + tg->probe_wait_ns;
 	else
 		s->attached_ns = time_now_ns();
+	if (o->gc) { /* record --gc: can this target's collector be told apart? */
+		s->gcf = calloc(1, sizeof *s->gcf);
+		if (!s->gcf)
+			return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
+		int gr = gc_filter_check(s->gcf, rc < 0 ? NULL : tg->t, why, sizeof why);
+		if (gr < 0) {
+			msg_error("--gc: pid %d: %s", (int)pid, why);
+			return start_failed(s, err_exit_code(gr));
+		}
+	}
 	raise_priority();
 	int sc = choose_sampler(s, pid);
 	if (sc > 0)
@@ -326,6 +339,15 @@ int session_start(const struct cli_opts *o, struct session **out)
 static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t tid,
 		    const char *tname, struct stack *st, const struct walk_info *info)
 {
+	/* record --gc: only the collector's samples, the others counted */
+	if (s->gcf) {
+		int keep = gc_filter_keep(s->gcf, tg->t, info, &s->ts.native);
+		s->st.gc_outside = s->gcf->outside;
+		s->st.gc_unknown = s->gcf->unknown;
+		s->st.gc_no_lua = s->gcf->kept_no_lua;
+		if (!keep)
+			return;
+	}
 	if (s->o.function)
 		for (int i = 0; i < st->n; i++)
 			if (st->f[i].kind == FRAME_LUA && st->f[i].firstline > 0)
@@ -825,6 +847,7 @@ int session_finish(struct session *s)
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
 	stack_free(&s->again);
+	free(s->gcf);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
