@@ -137,8 +137,8 @@ static int by_lua_gc(struct target *t, struct gc_code *gc, char *why, size_t why
 		}
 		if (added)
 			msg_debug(1, "--gc: pid %d: lua_gc+0x%zx calls 0x%llx (%s), %llu bytes", (int)t->pid, i,
-			  (unsigned long long)to, si.name ? si.name : "no symbol",
-			  (unsigned long long)(to_end - to));
+				  (unsigned long long)to, si.name ? si.name : "no symbol",
+				  (unsigned long long)(to_end - to));
 	}
 	if (gc->n == 0) {
 		snprintf(why, whylen, "lua_gc at 0x%llx calls no function of its module", (unsigned long long)f);

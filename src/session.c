@@ -203,10 +203,11 @@ static int choose_sampler(struct session *s, pid_t pid)
 		msg_debug(1, "sampler: ptrace");
 		return 0;
 	}
-	if (want == SAMPLER_AUTO && (s->o.blocking || s->o.nonblocking || s->o.idle || !s->so.native)) {
+	if (want == SAMPLER_AUTO && (s->o.blocking || s->o.nonblocking || s->o.idle || !s->so.native ||
+				     s->o.gc)) {
 		snprintf(s->sampler_why, sizeof s->sampler_why, "ptrace (auto: %s needs it)",
 			 s->o.blocking ? "--blocking" : s->o.nonblocking ? "--nonblocking" :
-			 s->o.idle ? "--idle" : "--lua-only");
+			 s->o.idle ? "--idle" : s->o.gc ? "--gc" : "--lua-only");
 		msg_debug(1, "sampler: %s", s->sampler_why);
 		return 0;
 	}
@@ -319,6 +320,12 @@ int session_start(const struct cli_opts *o, struct session **out)
 		if (!s->gcf)
 			return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 		int gr = gc_filter_check(s->gcf, rc < 0 ? NULL : tg->t, why, sizeof why);
+		if (gr == 0 && rc >= 0 && tg->t && tg->t->vm && tg->t->vm_ops != &vm_luajit_ops &&
+		    !s->so.native) {
+			snprintf(why, sizeof why, "PUC Lua's collector is told by native frames: "
+				 "drop --lua-only");
+			gr = -LS_E_UNSUPPORTED;
+		}
 		if (gr < 0) {
 			msg_error("--gc: pid %d: %s", (int)pid, why);
 			return start_failed(s, err_exit_code(gr));
@@ -330,6 +337,15 @@ int session_start(const struct cli_opts *o, struct session **out)
 		return start_failed(s, sc);
 	if (sc < 0)
 		return start_failed(s, msg_err_pid(0, sc));
+	/* record --gc and perf samples: the Lua stack must be the tick's
+	 * (docs/gc.md §3): LuaJIT's with the eBPF copy only, PUC's never */
+	if (s->gcf && s->perf && rc >= 0 && tg->t && tg->t->vm &&
+	    (tg->t->vm_ops != &vm_luajit_ops || !s->bpf)) {
+		msg_error("--gc: --sampler perf reads the Lua stack after the sample (%s): "
+			  "the collector's samples would land under later code; use --sampler ptrace",
+			  tg->t->vm_ops != &vm_luajit_ops ? "PUC Lua" : "LuaJIT without the eBPF tick copy");
+		return start_failed(s, err_exit_code(LS_E_UNSUPPORTED));
+	}
 	if (!o->nonblocking && !s->perf && stopper_start() < 0)
 		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	*out = s;
