@@ -828,6 +828,15 @@ void session_print_stats(const struct session *s, FILE *f)
 	else if (s->first_sample_ns) /* -s: the root was not Lua, a descendant was */
 		fprintf(f, "time to first sample (ms): %.1f\n",
 			(double)(s->first_sample_ns - s->start_ns) / 1e6);
+	if (s->gcf) { /* record --gc (docs/gc.md) */
+		fprintf(f, "--gc: %llu samples in the collector kept (%llu without a Lua frame), %llu outside "
+			"left out, %llu of processes whose collector was not found left out\n",
+			(unsigned long long)s->gcf->kept, (unsigned long long)s->gcf->kept_no_lua,
+			(unsigned long long)s->gcf->outside, (unsigned long long)s->gcf->unknown);
+		for (int i = 0; i < s->gcf->n; i++)
+			fprintf(f, "--gc: pid %d: %s\n", (int)s->gcf->tg[i].pid,
+				s->gcf->tg[i].rc < 0 ? "collector not found" : s->gcf->tg[i].code.how);
+	}
 	for (int e = 0; e < 32; e++)
 		if (s->st.err_by_kind[e])
 			fprintf(f, "errors: %s: %llu\n", err_text(e),
