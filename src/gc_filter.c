@@ -178,10 +178,10 @@ int gc_code_find(struct target *t, int no_symbols, struct gc_code *out, char *wh
 }
 
 int gc_code_sample_in_gc(const struct gc_code *gc, const struct walk_info *info,
-			 const struct native_stack *ns)
+			 const struct lua_walk *lw, const struct native_stack *ns)
 {
 	if (gc->luajit)
-		return info->vmstate && strcmp(info->vmstate, "GC") == 0;
+		return (info->vmstate && strcmp(info->vmstate, "GC") == 0) || (lw && lw->vm_gc);
 	for (int i = 0; ns && i < ns->n; i++) {
 		/* a caller's pc is a return address: the call is before it */
 		uint64_t pc = ns->f[i].pc - (i > 0);
@@ -230,7 +230,7 @@ int gc_filter_check(struct gc_filter *f, struct target *t, char *why, size_t why
 }
 
 int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info *info,
-		   const struct native_stack *ns)
+		   const struct lua_walk *lw, const struct native_stack *ns)
 {
 	char why[256];
 	int i = t && t->vm ? filter_slot(f, t, why, sizeof why) : -1;
@@ -238,7 +238,7 @@ int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info
 		f->unknown++;
 		return 0;
 	}
-	if (!gc_code_sample_in_gc(&f->tg[i].code, info, ns)) {
+	if (!gc_code_sample_in_gc(&f->tg[i].code, info, lw, ns)) {
 		f->outside++;
 		return 0;
 	}

@@ -43,11 +43,12 @@ struct gc_code {
  * was found, -LS_E_* on a read error. Reads only code; never stops T. */
 int gc_code_find(struct target *t, int no_symbols, struct gc_code *out, char *why, size_t whylen);
 
-/* Was the sample in the collector? INFO from the walk, NS the sample's
- * native frames (innermost first; NULL or empty for --lua-only).
- * 1 yes, 0 no. */
+/* Was the sample in the collector? INFO and LW from the walk (LW may
+ * be NULL; LuaJIT sets lw->vm_gc also when the walk found no Lua
+ * frame), NS the sample's native frames (innermost first; NULL or
+ * empty for --lua-only). 1 yes, 0 no. */
 int gc_code_sample_in_gc(const struct gc_code *gc, const struct walk_info *info,
-			 const struct native_stack *ns);
+			 const struct lua_walk *lw, const struct native_stack *ns);
 
 /* The filter of a session: one struct gc_code per target met, learned
  * on its first sample, and what was left out. */
@@ -67,11 +68,12 @@ struct gc_filter {
 	                                 * was not found (or past GC_MAX_TARGETS), left out */
 };
 
-/* Decide for one sample of target T: returns 1 to keep it (in the
+/* Decide for one sample of target T (INFO, LW, NS as for
+ * gc_code_sample_in_gc): returns 1 to keep it (in the
  * collector), 0 to leave it out; counts either way. Learns T's code on
  * its first sample (msg_debug(1) says how). */
 int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info *info,
-		   const struct native_stack *ns);
+		   const struct lua_walk *lw, const struct native_stack *ns);
 
 /* Check T before sampling starts: 0 when its collector can be told
  * apart (or T has no VM yet), else -LS_E_UNSUPPORTED with WHY. */

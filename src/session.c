@@ -357,7 +357,7 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 {
 	/* record --gc: only the collector's samples, the others counted */
 	if (s->gcf) {
-		int keep = gc_filter_keep(s->gcf, tg->t, info, &s->ts.native);
+		int keep = gc_filter_keep(s->gcf, tg->t, info, &s->ts.lw, &s->ts.native);
 		s->st.gc_outside = s->gcf->outside;
 		s->st.gc_unknown = s->gcf->unknown;
 		s->st.gc_no_lua = s->gcf->kept_no_lua;
