@@ -199,9 +199,9 @@ static int filter_slot(struct gc_filter *f, struct target *t, char *why, size_t 
 	for (int i = 0; i < f->n; i++)
 		if (f->tg[i].t == t && f->tg[i].pid == t->pid)
 			return i;
-	if (f->n >= GC_MAX_TARGETS)
-		return -1;
-	int i = f->n++;
+	/* full (--subprocesses of a forking program): the slots are reused
+	 * in turn, a process met again is learned again */
+	int i = f->n < GC_MAX_TARGETS ? f->n++ : (int)(f->reuse++ % GC_MAX_TARGETS);
 	f->tg[i].t = t;
 	f->tg[i].pid = t->pid;
 	f->tg[i].rc = gc_code_find(t, f->no_symbols, &f->tg[i].code, why, whylen);
@@ -218,13 +218,10 @@ int gc_filter_check(struct gc_filter *f, struct target *t, char *why, size_t why
 	if (!t || !t->vm)
 		return 0; /* learned on the first sample */
 	int i = filter_slot(f, t, why, whylen);
-	if (i < 0)
-		return 0;
 	if (f->tg[i].rc < 0) {
-		/* let a later target try again (a refresh may bring symbols) */
-		int rc = f->tg[i].rc;
-		f->n--;
-		return rc;
+		/* forgotten: a later look at T tries again */
+		f->tg[i].t = NULL;
+		return f->tg[i].rc;
 	}
 	return 0;
 }
@@ -233,8 +230,12 @@ int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info
 		   const struct lua_walk *lw, const struct native_stack *ns)
 {
 	char why[256];
-	int i = t && t->vm ? filter_slot(f, t, why, sizeof why) : -1;
-	if (i < 0 || f->tg[i].rc < 0) {
+	if (!t || !t->vm) { /* no Lua VM (yet): not a collector's sample */
+		f->outside++;
+		return 0;
+	}
+	int i = filter_slot(f, t, why, sizeof why);
+	if (f->tg[i].rc < 0) {
 		f->unknown++;
 		return 0;
 	}

@@ -20,7 +20,7 @@
 #include "vm.h"
 
 #define GC_MAX_RANGES 8                 /* entry functions kept per target */
-#define GC_MAX_TARGETS 64               /* targets remembered per filter */
+#define GC_MAX_TARGETS 64               /* targets remembered per filter (then reused) */
 #define GC_SCAN_MAX_BYTES 4096          /* bytes of lua_gc decoded at most */
 
 /* The collector's code in one target. */
@@ -61,11 +61,12 @@ struct gc_filter {
 		struct gc_code code;
 	} tg[GC_MAX_TARGETS];
 	int n;
+	unsigned reuse;                 /* next slot to reuse once tg[] is full */
 	uint64_t kept;                  /* samples in the collector, kept */
 	uint64_t kept_no_lua;           /* of them: no Lua frame (counted, kept) */
 	uint64_t outside;               /* samples outside the collector, left out */
 	uint64_t unknown;               /* samples of targets whose collector code
-	                                 * was not found (or past GC_MAX_TARGETS), left out */
+	                                 * was not found, left out */
 };
 
 /* Decide for one sample of target T (INFO, LW, NS as for
