@@ -76,8 +76,10 @@ struct gc_filter {
 int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info *info,
 		   const struct lua_walk *lw, const struct native_stack *ns);
 
-/* Check T before sampling starts: 0 when its collector can be told
- * apart (or T has no VM yet), else -LS_E_UNSUPPORTED with WHY. */
+/* Check T (may be NULL) before sampling starts, and read
+ * LUASPY_GC_NO_SYMBOLS: 0 when T's collector can be told apart (or T
+ * has no VM yet: learned on its first sample), else gc_code_find's
+ * -LS_E_* with WHY; T is then forgotten. */
 int gc_filter_check(struct gc_filter *f, struct target *t, char *why, size_t whylen);
 
 #endif
