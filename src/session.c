@@ -355,7 +355,9 @@ int session_start(const struct cli_opts *o, struct session **out)
 static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t tid,
 		    const char *tname, struct stack *st, const struct walk_info *info)
 {
-	/* record --gc: only the collector's samples, the others counted */
+	/* record --gc: only the collector's samples, the others counted;
+	 * those kept are of the GC class (PUC's walk says interpreter or C) */
+	struct walk_info gi;
 	if (s->gcf) {
 		int keep = gc_filter_keep(s->gcf, tg->t, info, &s->ts.lw, &s->ts.native);
 		s->st.gc_outside = s->gcf->outside;
@@ -363,6 +365,10 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 		s->st.gc_no_lua = s->gcf->kept_no_lua;
 		if (!keep)
 			return;
+		gi = *info;
+		gi.vmstate = intern("GC");
+		gi.state = VMS_GC;
+		info = &gi;
 	}
 	if (s->o.function)
 		for (int i = 0; i < st->n; i++)
