@@ -43,6 +43,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from record" -l coroutines -d 'a r
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue -x -a '(__fish_complete_directories)' -d 'keep unsent --upload profiles in DIR'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue-max -x -d 'profiles the upload queue holds'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue-mib -x -d 'MiB the upload queue holds'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l gc -d 'only the samples taken in the garbage collector'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
 # heap

@@ -33,7 +33,8 @@ enum {
 	OPT_NO_DEMANGLE,
 	OPT_COROUTINES,
 	OPT_HEAP_MAX_MEMORY,
-	OPT_UPLOAD_QUEUE, OPT_UPLOAD_QUEUE_MAX, OPT_UPLOAD_QUEUE_MIB
+	OPT_UPLOAD_QUEUE, OPT_UPLOAD_QUEUE_MAX, OPT_UPLOAD_QUEUE_MIB,
+	OPT_GC
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -274,6 +275,12 @@ static const struct cli_option {
 	  "MiB the upload queue holds (default 64, with\n"
 	  "--upload-queue 256)",
 	  INT(upload_queue_mib, 1, 1048576, "invalid --upload-queue-mib", "expected 1 to 1048576 MiB") },
+	/* record --gc (gc_filter.c, docs/gc.md) */
+	{ "gc", 0, OPT_GC, NULL, R, GRP_OUTPUT,
+	  "keep only the samples taken while the VM collects\n"
+	  "garbage, under the Lua code whose allocation ran the\n"
+	  "step; the others are counted, left out",
+	  FLAG(gc) },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
