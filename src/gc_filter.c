@@ -184,7 +184,7 @@ int gc_code_sample_in_gc(const struct gc_code *gc, const struct walk_info *info,
 		return (info->vmstate && strcmp(info->vmstate, "GC") == 0) || (lw && lw->vm_gc);
 	for (int i = 0; ns && i < ns->n; i++) {
 		/* a caller's pc is a return address: the call is before it */
-		uint64_t pc = ns->f[i].pc - (i > 0);
+		uint64_t pc = ns->f[i].pc - nf_is_return(&ns->f[i]);
 		for (int k = 0; k < gc->n; k++)
 			if (pc >= gc->start[k] && pc < gc->end[k])
 				return 1;
@@ -194,16 +194,20 @@ int gc_code_sample_in_gc(const struct gc_code *gc, const struct walk_info *info,
 
 /* ---- the session's filter ---- */
 
-static int filter_slot(struct gc_filter *f, struct target *t, char *why, size_t whylen)
+static int filter_slot(struct gc_filter *f, struct target *t, unsigned long long start, char *why,
+		       size_t whylen)
 {
+	/* keyed by what the target cannot reuse: a new process with a
+	 * recycled pid (or target struct) starts later */
 	for (int i = 0; i < f->n; i++)
-		if (f->tg[i].t == t && f->tg[i].pid == t->pid)
+		if (f->tg[i].t == t && f->tg[i].pid == t->pid && f->tg[i].start == start)
 			return i;
 	/* full (--subprocesses of a forking program): the slots are reused
 	 * in turn, a process met again is learned again */
 	int i = f->n < GC_MAX_TARGETS ? f->n++ : (int)(f->reuse++ % GC_MAX_TARGETS);
 	f->tg[i].t = t;
 	f->tg[i].pid = t->pid;
+	f->tg[i].start = start;
 	f->tg[i].rc = gc_code_find(t, f->no_symbols, &f->tg[i].code, why, whylen);
 	if (f->tg[i].rc == 0)
 		msg_debug(1, "--gc: pid %d: the collector told by %s", (int)t->pid, f->tg[i].code.how);
@@ -212,12 +216,12 @@ static int filter_slot(struct gc_filter *f, struct target *t, char *why, size_t 
 	return i;
 }
 
-int gc_filter_check(struct gc_filter *f, struct target *t, char *why, size_t whylen)
+int gc_filter_check(struct gc_filter *f, struct target *t, unsigned long long start, char *why, size_t whylen)
 {
 	f->no_symbols = getenv("LUASPY_GC_NO_SYMBOLS") != NULL;
 	if (!t || !t->vm)
 		return 0; /* learned on the first sample */
-	int i = filter_slot(f, t, why, whylen);
+	int i = filter_slot(f, t, start, why, whylen);
 	if (f->tg[i].rc < 0) {
 		/* forgotten: a later look at T tries again */
 		f->tg[i].t = NULL;
@@ -226,7 +230,7 @@ int gc_filter_check(struct gc_filter *f, struct target *t, char *why, size_t why
 	return 0;
 }
 
-int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info *info,
+int gc_filter_keep(struct gc_filter *f, struct target *t, unsigned long long start, const struct walk_info *info,
 		   const struct lua_walk *lw, const struct native_stack *ns)
 {
 	char why[256];
@@ -234,7 +238,7 @@ int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info
 		f->outside++;
 		return 0;
 	}
-	int i = filter_slot(f, t, why, sizeof why);
+	int i = filter_slot(f, t, start, why, sizeof why);
 	if (f->tg[i].rc < 0) {
 		f->unknown++;
 		return 0;

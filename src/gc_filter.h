@@ -57,6 +57,7 @@ struct gc_filter {
 	struct {
 		const struct target *t;
 		pid_t pid;
+		unsigned long long start; /* the process's start time: pid + start is one process */
 		int rc;                 /* gc_code_find's result */
 		struct gc_code code;
 	} tg[GC_MAX_TARGETS];
@@ -72,14 +73,17 @@ struct gc_filter {
 /* Decide for one sample of target T (INFO, LW, NS as for
  * gc_code_sample_in_gc): returns 1 to keep it (in the
  * collector), 0 to leave it out; counts either way. Learns T's code on
- * its first sample (msg_debug(1) says how). */
-int gc_filter_keep(struct gc_filter *f, struct target *t, const struct walk_info *info,
+ * its first sample (msg_debug(1) says how), keyed by T, its pid and
+ * START, its process's start time (/proc stat field 22; a reused pid
+ * or target struct is another process). */
+int gc_filter_keep(struct gc_filter *f, struct target *t, unsigned long long start, const struct walk_info *info,
 		   const struct lua_walk *lw, const struct native_stack *ns);
 
-/* Check T (may be NULL) before sampling starts, and read
+/* Check T (may be NULL; START its process's start time, /proc stat
+ * field 22, as for gc_filter_keep) before sampling starts, and read
  * LUASPY_GC_NO_SYMBOLS: 0 when T's collector can be told apart (or T
  * has no VM yet: learned on its first sample), else gc_code_find's
  * -LS_E_* with WHY; T is then forgotten. */
-int gc_filter_check(struct gc_filter *f, struct target *t, char *why, size_t whylen);
+int gc_filter_check(struct gc_filter *f, struct target *t, unsigned long long start, char *why, size_t whylen);
 
 #endif

@@ -319,7 +319,7 @@ int session_start(const struct cli_opts *o, struct session **out)
 		s->gcf = calloc(1, sizeof *s->gcf);
 		if (!s->gcf)
 			return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
-		int gr = gc_filter_check(s->gcf, rc < 0 ? NULL : tg->t, why, sizeof why);
+		int gr = gc_filter_check(s->gcf, rc < 0 ? NULL : tg->t, tg->start, why, sizeof why);
 		if (gr == 0 && rc >= 0 && tg->t && tg->t->vm && tg->t->vm_ops != &vm_luajit_ops &&
 		    !s->so.native) {
 			snprintf(why, sizeof why, "PUC Lua's collector is told by native frames: "
@@ -359,7 +359,7 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 	 * those kept are of the GC class (PUC's walk says interpreter or C) */
 	struct walk_info gi;
 	if (s->gcf) {
-		int keep = gc_filter_keep(s->gcf, tg->t, info, &s->ts.lw, &s->ts.native);
+		int keep = gc_filter_keep(s->gcf, tg->t, tg->start, info, &s->ts.lw, &s->ts.native);
 		s->st.gc_outside = s->gcf->outside;
 		s->st.gc_unknown = s->gcf->unknown;
 		s->st.gc_no_lua = s->gcf->kept_no_lua;
