@@ -15,6 +15,7 @@
 #include "err.h"
 #include "htab.h"
 #include "intern.h"
+#include "msg.h"
 
 #define CACHE_BITS 14
 
@@ -414,10 +415,94 @@ int elf_sym_fde_range(Elf *elf, uint64_t addr, uint64_t *start, uint64_t *end)
 	return -1;
 }
 
-/* Source file and line of file address A of MOD from its DWARF. The
- * first call for a module loads (and inflates) its debug sections: about
- * 65 ms of CPU for libc6-dbg's libc. */
-static void line_of(Dwfl_Module *mod, uint64_t a, struct sym_info *out)
+/* ---- source lines, one DWARF reader per binary ----
+ *
+ * The first line looked up in a module loads (and inflates) its debug
+ * sections: about 65 ms of CPU and 10 MB for libc6-dbg's libc. Each
+ * target has a Dwfl of its own, so --pgrep or -s following 60 processes
+ * of one program held 60 copies of the same DWARF. Lines are therefore
+ * read from one offline Dwfl shared by every target, holding each binary
+ * once, keyed by its build-id; a module without a build-id or a file on
+ * disk (the vDSO, a core's module that is not on this machine) is read
+ * through its target's own Dwfl as before. The shared modules also give
+ * the lines of a target that has exited (deferred lines). */
+
+#define SHARED_LINES_MAX 256   /* binaries (open files); past it, each
+                                * target's own Dwfl, said once with -v */
+
+struct shared_mod {
+	unsigned char id[64];  /* build-id */
+	int idlen;
+	Dwfl_Module *mod;      /* in lines_dwfl, NULL: the file on disk is another build */
+};
+
+/* Guards the shared Dwfl and its table (libdwfl is not thread-safe;
+ * lookups run on the sampler's and the stop window's threads). */
+static pthread_mutex_t lines_lock = PTHREAD_MUTEX_INITIALIZER;
+static Dwfl *lines_dwfl;
+static char *lines_debuginfo_path;
+static Dwfl_Callbacks lines_cb;
+static struct shared_mod *smods;
+static size_t nsmods, capsmods;
+
+/* MOD's binary in the shared Dwfl and A (an address of MOD's target)
+ * as an address there: 0, or -1 when MOD has no build-id or file, or
+ * the file is no longer that build. Call with lines_lock held. */
+static int shared_where(Dwfl_Module *mod, uint64_t a, Dwfl_Module **smod, uint64_t *sa)
+{
+	const unsigned char *id;
+	GElf_Addr idva, bias = 0;
+	int idlen = dwfl_module_build_id(mod, &id, &idva);
+	const char *file = NULL;
+	dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, &file, NULL);
+	if (idlen <= 0 || idlen > (int)sizeof smods->id || !file || !dwfl_module_getelf(mod, &bias))
+		return -1;
+	struct shared_mod *m = NULL;
+	for (size_t i = 0; i < nsmods && !m; i++)
+		if (smods[i].idlen == idlen && !memcmp(smods[i].id, id, (size_t)idlen))
+			m = &smods[i];
+	if (!m) {
+		if (nsmods >= SHARED_LINES_MAX) {
+			static int said;
+			if (!said++)
+				msg_debug(1, "source lines: %d binaries read once for all targets; "
+					  "the others through each target's own reader", SHARED_LINES_MAX);
+			return -1;
+		}
+		if (array_grow(&smods, &capsmods, nsmods + 1, sizeof *smods) < 0)
+			return -1;
+		if (!lines_dwfl) {
+			lines_debuginfo_path = strdup(":.debug:/usr/lib/debug");
+			lines_cb.find_elf = dwfl_build_id_find_elf;
+			lines_cb.find_debuginfo = dwfl_standard_find_debuginfo;
+			lines_cb.section_address = dwfl_offline_section_address;
+			lines_cb.debuginfo_path = &lines_debuginfo_path;
+			if (!lines_debuginfo_path || !(lines_dwfl = dwfl_begin(&lines_cb)))
+				return -1;
+		}
+		m = &smods[nsmods++];
+		memcpy(m->id, id, (size_t)idlen);
+		m->idlen = idlen;
+		dwfl_report_begin_add(lines_dwfl);
+		m->mod = dwfl_report_offline(lines_dwfl, basename_of(file), file, -1);
+		dwfl_report_end(lines_dwfl, NULL, NULL);
+		const unsigned char *id2;
+		GElf_Addr va2;
+		if (m->mod && (dwfl_module_build_id(m->mod, &id2, &va2) != idlen ||
+			       memcmp(id2, id, (size_t)idlen)))
+			m->mod = NULL; /* replaced on disk since the target mapped it */
+	}
+	GElf_Addr sbias = 0;
+	if (!m->mod || !dwfl_module_getelf(m->mod, &sbias))
+		return -1;
+	*smod = m->mod;
+	*sa = a - bias + sbias;
+	return 0;
+}
+
+/* Source file and line of address A of module MOD (in the shared Dwfl
+ * or a target's) from its DWARF. */
+static void line_in(Dwfl_Module *mod, uint64_t a, struct sym_info *out)
 {
 	Dwfl_Line *ln = dwfl_module_getsrc(mod, a);
 	if (!ln)
@@ -430,11 +515,29 @@ static void line_of(Dwfl_Module *mod, uint64_t a, struct sym_info *out)
 	}
 }
 
+/* Source file and line of address A of target module MOD: through the
+ * shared Dwfl when it holds MOD's binary, else MOD's own. */
+static void line_of(Dwfl_Module *mod, uint64_t a, struct sym_info *out)
+{
+	Dwfl_Module *smod;
+	uint64_t sa;
+	pthread_mutex_lock(&lines_lock);
+	int shared = shared_where(mod, a, &smod, &sa) == 0;
+	if (shared)
+		line_in(smod, sa, out);
+	pthread_mutex_unlock(&lines_lock);
+	if (!shared)
+		line_in(mod, a, out);
+}
+
 /* ---- deferred lines (symtab_defer_lines) ---- */
 
 struct line_tok {
 	struct symtab *s;   /* NULL once closed */
 	uint64_t a;         /* address looked up (pc - 1 for return addresses) */
+	Dwfl_Module *smod;  /* the binary in the shared Dwfl (taken while the
+	                     * target runs: its files may go with it), or NULL */
+	uint64_t sa;        /* and A there */
 };
 
 static int defer_lines;
@@ -456,10 +559,11 @@ static int tok_eq(const void *ctx, uint32_t i)
 	return toks[i].s == k->s && toks[i].a == k->a;
 }
 
-/* The token (1..) naming address A of S, or 0 when out of memory. */
-static int line_tok_new(struct symtab *s, uint64_t a)
+/* The token (1..) naming address A of S's module MOD, or 0 when out of
+ * memory. */
+static int line_tok_new(struct symtab *s, Dwfl_Module *mod, uint64_t a)
 {
-	struct line_tok k = { s, a };
+	struct line_tok k = { s, a, NULL, 0 };
 	uint64_t h = htab_fnv1a_word(htab_fnv1a_ptr(HTAB_FNV_INIT, s), a);
 	size_t pos;
 	if (htab_reserve(&tok_index) < 0)
@@ -470,11 +574,17 @@ static int line_tok_new(struct symtab *s, uint64_t a)
 	if (ntoks >= INT32_MAX - 1 ||
 	    array_grow(&toks, &toks_cap, ntoks + 1, sizeof *toks) < 0)
 		return 0;
+	pthread_mutex_lock(&lines_lock);
+	if (shared_where(mod, a, &k.smod, &k.sa) < 0)
+		k.smod = NULL;
+	pthread_mutex_unlock(&lines_lock);
 	toks[ntoks] = k;
 	htab_insert(&tok_index, pos, h, (uint32_t)ntoks);
 	return (int)++ntoks;
 }
 
+/* S closes: its tokens with a binary in the shared Dwfl keep their
+ * lines (a target that exited), the others lose them. */
 static void line_toks_forget(struct symtab *s)
 {
 	for (size_t i = 0; i < ntoks; i++)
@@ -489,14 +599,22 @@ void symtab_resolve_line(struct frame *fr)
 	size_t tk = (size_t)-(int64_t)fr->line;
 	fr->line = 0;
 	fr->file = NULL;
-	if (tk > ntoks || !toks[tk - 1].s)
+	if (tk > ntoks)
 		return;
 	struct line_tok *t = &toks[tk - 1];
-	Dwfl_Module *mod = addrmodule(t->s->dwfl, t->a);
-	if (!mod)
-		return;
 	struct sym_info si = { 0 };
-	line_of(mod, t->a, &si);
+	if (t->smod) {
+		pthread_mutex_lock(&lines_lock);
+		line_in(t->smod, t->sa, &si);
+		pthread_mutex_unlock(&lines_lock);
+	} else if (t->s) {
+		Dwfl_Module *mod = addrmodule(t->s->dwfl, t->a);
+		if (!mod)
+			return;
+		line_in(mod, t->a, &si);
+	} else {
+		return;
+	}
 	fr->file = si.file;
 	fr->line = si.line;
 }
@@ -638,7 +756,7 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 		}
 	}
 	if (defer_lines) {
-		int tk = line_tok_new(s, a);
+		int tk = line_tok_new(s, mod, a);
 		out->line = tk > 0 ? -tk : 0;
 	} else {
 		line_of(mod, a, out);
