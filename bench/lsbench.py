@@ -210,6 +210,8 @@ STATS_RE = {
     "late": re.compile(r"late ticks: (\d+) of (\d+)"),
     "first": re.compile(r"time to first sample \(ms\): ([\d.]+)"),
     "samples": re.compile(r"Samples: (\d+)\s+Errors: (\d+)"),
+    "perf": re.compile(r"perf records: (\d+) read, (\d+) lost \(ring full\), (\d+) throttled"),
+    "age": re.compile(r"sample age when walked \(us\): median (\d+)\s+p90 (\d+)\s+p99 (\d+)\s+max (\d+)"),
 }
 
 
@@ -230,6 +232,12 @@ def parse_stats(text):
     m = STATS_RE["samples"].search(text)
     if m:
         r["samples"], r["errors"] = int(m.group(1)), int(m.group(2))
+    m = STATS_RE["perf"].search(text)
+    if m:
+        r["perf_read"], r["perf_lost"], r["perf_throttled"] = [int(x) for x in m.groups()]
+    m = STATS_RE["age"].search(text)
+    if m:
+        r["age"] = [int(x) for x in m.groups()]
     r["errlines"] = [l for l in text.splitlines() if l.startswith("errors:")]
     return r
 
@@ -438,6 +446,12 @@ def bench_stop(cfg, tmp):
     Outside: luaspy --stats. Kernel: schedstat's not-running-not-runnable."""
     rates = [100, 1000]
     conds = ["off"] + ["luaspy@%d" % r for r in rates]
+    # what a sample costs the target without a stop (issue 18): luaspy's
+    # perf_event sampler and perf record at the same rates
+    if PERF_SAMPLER:
+        conds += ["luaspy@%d/--sampler perf" % r for r in rates]
+    if PERF and cfg["perf"]:
+        conds += ["perf@%d" % r for r in rates]
     res = {}
     win = cfg["win"]
     for rt in cfg["stop_runtimes"]:
@@ -454,7 +468,8 @@ def bench_stop(cfg, tmp):
             w["gsecs"] = sum(g[1] - g[0] for g in sel) / 1e9
             w["stops"] = [x for g in sel for x in g[2]]
             w["others"] = [x for g in sel for x in g[3]]
-        r = {"inside": {}, "outside": {}, "kernel_us_per_sample": {}, "kernel_ms_per_s": {}}
+        r = {"inside": {}, "outside": {}, "kernel_us_per_sample": {}, "kernel_ms_per_s": {},
+             "lost_per_sample": {}, "conds": conds}
         offs = [w for (rd, c), w in zip(seq, wins) if c == "off"]
         r["base"] = {"stop_gaps_per_s": sum(len(w["stops"]) for w in offs) / max(1e-9, sum(w["gsecs"] for w in offs)),
                      "other_ms_per_s": med([sum(w["others"]) / 1e6 / w["gsecs"] for w in offs if w["gsecs"]]),
@@ -481,6 +496,7 @@ def bench_stop(cfg, tmp):
                 if sps > 0:
                     per.append((w["stopped_s"] / w["secs"] - base) / sps * 1e6)
             r["kernel_us_per_sample"][c] = med(per)
+            r["lost_per_sample"][c] = lost_per_sample(seq, wins, c, win)
             r["kernel_ms_per_s"][c] = med([1000 * w["stopped_s"] / w["secs"] for i, w in sel if "stopped_s" in w])
             st = [w["stats"] for i, w in sel if "stop" in w.get("stats", {})]
             if st:
@@ -492,11 +508,55 @@ def bench_stop(cfg, tmp):
     return res
 
 
+def lost_per_sample(seq, wins, cond, win):
+    """Time the target lost per sample, whatever the sampler: every gap of
+    the meter (stops and others) per second of the window, less the time it
+    waited in the runqueue (schedstat: other load), minus the mean of
+    the unprofiled windows right before and after it, over the samples per
+    second (luaspy: its --stats count over the time it sampled; perf record:
+    the nominal rate, perf does not say). Median, min and max over the
+    rounds, in µs; also the extra gaps per sample (about 1 when every sample
+    costs the thread a gap over the meter's threshold)."""
+    def cost(w):        # µs per s; the runqueue wait (preemption by other load) taken out
+        if not w["gsecs"]:
+            return float("nan")
+        rq = w.get("run_delay_s", 0) / w["secs"] * 1e6 if w["secs"] else 0
+        return (sum(w["stops"]) + sum(w["others"])) / 1e3 / w["gsecs"] - rq
+
+    def count(w):
+        return (len(w["stops"]) + len(w["others"])) / w["gsecs"] if w["gsecs"] else float("nan")
+    us, per = [], []
+    for i, (rd, c) in enumerate(seq):
+        if c != cond or not 0 < i < len(seq) - 1:
+            continue
+        w = wins[i]
+        if cond.startswith("luaspy"):
+            st = w.get("stats", {})
+            span = SETTLE + win + 0.2 - st.get("first_ms", 0) / 1000
+            sps = (st.get("samples", 0) + st.get("errors", 0)) / span if span > 0 else 0
+        else:
+            sps = int(cond.split("@")[1].split("/")[0])
+        if sps <= 0:
+            continue
+        base_c = (cost(wins[i - 1]) + cost(wins[i + 1])) / 2
+        base_n = (count(wins[i - 1]) + count(wins[i + 1])) / 2
+        us.append((cost(w) - base_c) / sps)
+        per.append((count(w) - base_n) / sps)
+    us = [x for x in us if x == x]
+    per = [x for x in per if x == x]
+    if not us:
+        return None
+    return {"median": med(us), "min": min(us), "max": max(us), "gaps_per_sample": med(per) if per else None,
+            "n": len(us)}
+
+
 # ---------------------------------------------------------------- 4
 
 def bench_maxrate(cfg, tmp):
     ladder = cfg["ladder"]
     modes = {"merged": [], "--lua-only --nonblocking": ["--lua-only", "--nonblocking"]}
+    if PERF_SAMPLER:
+        modes["--sampler perf"] = ["--sampler", "perf"]
     res = {}
     t = Target("luajit -joff", "work.lua")
     t.wait_ready()
@@ -509,6 +569,11 @@ def bench_maxrate(cfg, tmp):
                 pr = Profiler("luaspy", t.pid, rate, cfg["maxrate_secs"], tmp, extra).finish()
                 st = pr.stats
                 late, ticks = st.get("late", 0), st.get("ticks", 0)
+                if "perf_read" in st:
+                    # no ticks of luaspy's own: what the kernel's ring lost
+                    # or throttled, over all it produced
+                    late = st["perf_lost"] + st["perf_throttled"]
+                    ticks = st["perf_read"]
                 fr.append({"late": late, "ticks": ticks,
                            "late_frac": late / (late + ticks) if ticks else 1.0,
                            "errors": st.get("errors", 0), "samples": st.get("samples", 0),
@@ -702,6 +767,30 @@ def render(R, cfg):
                     g(i, "lost_ms_per_s", "%.1f"), r["kernel_us_per_sample"].get(c, float("nan")),
                     g(o, "walk_median")))
         L.append("")
+        L.append("Time lost per sample, any sampler: every gap of the meter (stops, preemption, interrupts) per second "
+                 "of the profiled window, less its runqueue wait (schedstat: other load), minus the mean of its unprofiled neighbours, over the samples per second "
+                 "(luaspy: its own count; perf record: the nominal rate). Median (min–max) over the rounds, µs; in "
+                 "parentheses the extra gaps per sample. The perf_event sampler and perf record cost the thread an "
+                 "interrupt, not a stop: their gaps are not voluntary switches, so the table above has none for them.")
+        L.append("")
+        conds2 = next(iter(R["stop"].values()))["conds"][1:] if R["stop"] else []
+        L.append("| runtime | " + " | ".join(conds2) + " |")
+        L.append("|---|" + "---|" * len(conds2))
+        for rt, r in R["stop"].items():
+            cells = []
+            for c in conds2:
+                v = r["lost_per_sample"].get(c)
+                cells.append("%.1f (%.1f–%.1f; %.2f)" % (v["median"], v["min"], v["max"], v["gaps_per_sample"] or 0)
+                             if v else "n/a")
+            L.append("| %s | %s |" % (rt, " | ".join(cells)))
+        L.append("")
+        for rt, r in R["stop"].items():
+            for c in ("luaspy@100/--sampler perf", "luaspy@1000/--sampler perf"):
+                v = r["lost_per_sample"].get(c)
+                if v:
+                    summ.append(("time lost per sample, inside, %s @%s Hz, --sampler perf" % (
+                        rt, c.split("@")[1].split("/")[0]), "≤ 10 µs", "%.1f µs" % v["median"],
+                        verdict(v["median"] <= 10)))
         for rt, r in R["stop"].items():
             b_ = r["base"]
             L.append("Unprofiled %s windows: %.1f stop gaps/s (should be 0); %.0f other gaps/s costing %.1f ms/s; "
@@ -752,8 +841,16 @@ def render(R, cfg):
         L.append("Cells: late ticks / scheduled ticks (in parentheses: samples lost to errors, mostly threads that did "
                  "not stop within one period). luaspy's -r is capped at 10 000 Hz.")
         L.append("")
+        if "--sampler perf" in R["maxrate"]:
+            L.append("Row `--sampler perf`: no ticks of luaspy's own; the cell is the records the kernel's ring lost "
+                     "or throttled over those read (in parentheses: samples that were errors, torn included).")
+            L.append("")
         m = R["maxrate"]["merged"]["max_ok"]
         summ.append(("max sustained rate, merged", "≥ 5000 Hz", "%d Hz" % m, verdict(m >= 5000)))
+        if "--sampler perf" in R["maxrate"]:
+            m = R["maxrate"]["--sampler perf"]["max_ok"]
+            summ.append(("max sustained rate, --sampler perf (< 1 % lost)", "≥ 10000 Hz", "%d Hz" % m,
+                         verdict(m >= 10000)))
     if "attach" in R:
         L.append("## 5. Attach: time to first sample (luaspy --stats, from session start; median, max of %d)" % cfg["attach_reps"])
         L.append("")
