@@ -91,15 +91,16 @@ static const struct cli_option {
 	  "also child processes: a root frame each (record, top),\n"
 	  "a block each (dump)",
 	  FLAG(subprocesses) },
-	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D, GRP_TARGET,
+	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D | H, GRP_TARGET,
 	  "wait this long for a Lua runtime (and for a --pgrep\n"
 	  "match) to appear (default 5)",
 	  DBL(timeout_s, 0, 86400, "invalid timeout", "expected seconds from 0 to 86400") },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
 	  "samples per second per thread (default 100, max 10000)",
 	  DBL(rate_hz, 1, RATE_MAX_HZ, "invalid rate", "expected a number of Hz from 1 to 10000") },
-	{ "duration", 'd', 'd', "SECS", R | T | M, GRP_SAMPLING,
-	  "stop after SECS seconds (default: Ctrl-C or target exit)",
+	{ "duration", 'd', 'd', "SECS", R | T | M | H, GRP_SAMPLING,
+	  "stop after SECS seconds (default: Ctrl-C or target exit;\n"
+	  "heap -- COMMAND: the snapshot then, if none came first)",
 	  DBL_POS(duration_s, 31536000, "invalid duration", "expected a positive number of seconds") },
 	{ "idle", 'i', 'i', NULL, R | T | D, GRP_SAMPLING,
 	  "include threads that are sleeping or not in Lua\n"
@@ -301,11 +302,13 @@ static const struct {
 		"" },
 	[CMD_HEAP] = {
 		"Usage: luaspy heap [OPTIONS] --pid PID\n"
+		"       luaspy heap [OPTIONS] -- COMMAND [ARG...]\n"
 		"Stop the process, walk every Lua object and print what the heap holds:\n"
 		"bytes by type beside the VM's own count, the largest retainers (by\n"
 		"retained size) and tables with their paths from the roots, tables by\n"
 		"metatable, functions by prototype, the largest strings. See docs/heap.md.\n",
-		"" },
+		"With -- COMMAND: the snapshot is taken when the command calls lua_close\n"
+		"(or exits without it), on Ctrl-C, or after --duration.\n" },
 	[CMD_REPORT] = {
 		"Usage: luaspy report [OPTIONS] PROFILE...\n"
 		"       luaspy report [OPTIONS] --diff BASE NEW\n"
@@ -724,8 +727,6 @@ static int check_options(struct cli_opts *o)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
-	if (o->cmd == CMD_HEAP && o->argv)
-		return usage_error("%s", "heap needs --pid; it does not launch commands");
 	if (o->cmd == CMD_PERFMAP && o->argv)
 		return usage_error("%s", "perf-map needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
