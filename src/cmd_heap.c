@@ -40,7 +40,7 @@ static void drop_output(const struct cli_opts *o, FILE *f)
 	}
 }
 
-static int heap_run(struct cli_opts *o, FILE *f);
+static int heap_run(struct cli_opts *o, FILE *f, int *written);
 
 /* CPU time of this thread, in ns (user + system). */
 static uint64_t cpu_ns(void)
@@ -99,11 +99,13 @@ int cmd_heap(struct cli_opts *o)
 			return err_exit_code(LS_E_USAGE);
 		}
 	}
-	int code = heap_run(o, f);
+	int written = 0;
+	int code = heap_run(o, f, &written);
 	/* a target that exited mid-walk leaves what was read, marked
-	 * partial (exit status 7): kept; any other failure leaves nothing */
+	 * partial (exit status 7): kept; so is a snapshot written before
+	 * the command's own exit status; any other failure leaves nothing */
 	int partial = code == err_exit_code(LS_E_EXITED) && f != stdout && fflush(f) == 0 && ftell(f) > 0;
-	if (code != 0 && !partial)
+	if (code != 0 && !partial && !written)
 		drop_output(o, f);
 	else if (f != stdout && fclose(f) != 0) {
 		msg_error("cannot write '%s': %s", o->output, strerror(errno));
@@ -270,7 +272,8 @@ static const char *heap_when(int ev)
  * first, what grew since the one before, by type and by path. Ctrl-C
  * ends it between snapshots (exit 0 with what was shown). With HC
  * (heap -- COMMAND), Ctrl-C, the command's lua_close or exit take one
- * last snapshot then; *EV gets the event that ended the series. */
+ * last snapshot then, and the first is taken one interval in; *EV gets
+ * the event that ended the series. */
 static int heap_interval(struct cli_opts *o, struct target *t, struct heap_child *hc, FILE *f, int *ev_out)
 {
 	struct heap_prev *prev = NULL;
@@ -280,8 +283,9 @@ static int heap_interval(struct cli_opts *o, struct target *t, struct heap_child
 	*ev_out = HC_TIMEOUT;
 	for (int k = 1; k <= o->heap_count; k++) {
 		int ev = HC_TIMEOUT;
-		if (k > 1 || session_stop_signal)
-			ev = heap_wait(hc, start + (uint64_t)((k - 1) * o->heap_interval_s * 1e9));
+		/* a command's first is one interval in: its state is made by then */
+		if (k > 1 || hc || session_stop_signal)
+			ev = heap_wait(hc, start + (uint64_t)((k - !hc) * o->heap_interval_s * 1e9));
 		*ev_out = ev;
 		if (ev == HC_GONE || (ev == HC_SIGNAL && !hc))
 			break;
@@ -448,7 +452,9 @@ static int heap_wait_lua(struct cli_opts *o, struct child *c, struct target **ou
 		struct target *t = NULL;
 		int vmrc = 0;
 		char why[512] = "";
-		int rc = target_open(o->pid, VM_PROBE, &t, &vmrc, why, sizeof why);
+		/* QUICK: the state, made later, is looked for by discovery
+		 * before each snapshot (heap_rediscover) */
+		int rc = target_open(o->pid, VM_PROBE | VM_PROBE_QUICK, &t, &vmrc, why, sizeof why);
 		if (rc == 0 && t->vm && t->vm_ops->heap) {
 			*out = t;
 			return 0;
@@ -524,8 +530,9 @@ static int heap_command_snap(struct cli_opts *o, struct target *t, struct heap_c
  * its exit the command then ends as it would have, and its exit status
  * is ours when the snapshot went well; on Ctrl-C, --duration or the end
  * of --count it is ended as record ends its command (SIGTERM, then
- * SIGKILL after 1 s). */
-static int heap_command(struct cli_opts *o, FILE *f)
+ * SIGKILL after 1 s). *WRITTEN: 1 when the snapshots were written
+ * whole (then the output is kept whatever the command's status). */
+static int heap_command(struct cli_opts *o, FILE *f, int *written)
 {
 	struct child c;
 	memset(&c, 0, sizeof c);
@@ -565,6 +572,7 @@ static int heap_command(struct cli_opts *o, FILE *f)
 		msg_debug(1, "heap: pid %d: no lua_close symbol: no snapshot at its exit", (int)o->pid);
 	int ev = HC_TIMEOUT;
 	code = heap_command_snap(o, t, hc, f, close_addr, &ev);
+	*written = code == 0;
 	int status;
 	if (heap_child_status(hc, &status)) {
 		c.reaped = 1;
@@ -588,10 +596,10 @@ static int heap_command(struct cli_opts *o, FILE *f)
 	return code;
 }
 
-static int heap_run(struct cli_opts *o, FILE *f)
+static int heap_run(struct cli_opts *o, FILE *f, int *written)
 {
 	if (o->argv)
-		return heap_command(o, f);
+		return heap_command(o, f, written);
 	struct target *t = NULL;
 	int code = heap_open(o, &t);
 	if (code != 0)
