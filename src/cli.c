@@ -112,8 +112,9 @@ static const struct cli_option {
 	{ "lua-only", 0, OPT_LUA_ONLY, NULL, R | T | D, GRP_SAMPLING,
 	  "Lua frames only, no native unwinding",
 	  CODE },
-	{ "nonblocking", 0, OPT_NONBLOCKING, NULL, R | T, GRP_SAMPLING,
-	  "never stop the target (needs --lua-only)",
+	{ "nonblocking", 0, OPT_NONBLOCKING, NULL, R | T | H, GRP_SAMPLING,
+	  "never stop the target (record, top: needs --lua-only;\n"
+	  "heap: walk it running, count what was skipped or changed)",
 	  FLAG(nonblocking) },
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
@@ -733,7 +734,9 @@ static int check_options(struct cli_opts *o)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && o->blocking)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
-	if (o->nonblocking && !o->lua_only)
+	if (o->cmd == CMD_HEAP && o->nonblocking && o->argv)
+		return usage_error("%s", "heap --nonblocking takes --pid: a command is held at lua_close anyway");
+	if (o->nonblocking && !o->lua_only && o->cmd != CMD_HEAP)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
 	if (o->sampler == SAMPLER_PERF && (o->blocking || o->nonblocking || o->idle || o->lua_only))
 		return usage_error("--sampler perf samples running threads with their native stack: "

@@ -126,7 +126,8 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_child *hc
 {
 	struct proc_thread *th = NULL;
 	int nth = 0;
-	int rc = hc ? 0 : proc_threads(o->pid, &th, &nth);
+	/* --nonblocking: nothing is stopped, every object is checked (heap.h) */
+	int rc = hc || o->nonblocking ? 0 : proc_threads(o->pid, &th, &nth);
 	*out = NULL;
 	*notstopped = 0;
 	*nth_out = 0;
@@ -166,6 +167,8 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_child *hc
 		mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
 		unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
 		flags |= HEAP_MAX_MIB_FLAGS(heap_max_mib(o));
+		if (o->nonblocking)
+			flags |= HEAP_NONBLOCKING;
 		uint64_t w0 = time_now_ns(), c0 = cpu_ns();
 		n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
 		msg_debug(1, "heap: walk %.1f ms, %.1f ms of it on luaspy's CPU",
@@ -178,7 +181,7 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_child *hc
 	/* at lua_close or the exit the command stays held: the caller lets it go */
 	if (hc && !heap_child_closing(hc) && !heap_child_exiting(hc))
 		heap_child_resume(hc);
-	*pause_ns = time_now_ns() - t0;
+	*pause_ns = o->nonblocking ? 0 : time_now_ns() - t0;
 	if (!hc)
 		ptrace_reap_pending();
 	/* dominators and paths need no target memory: after the release */
