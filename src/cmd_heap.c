@@ -198,12 +198,15 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_child *hc
 	/* gone, or a zombie its parent has not reaped yet; a walk that found
 	 * nothing may have met a process killed mid-walk that is still
 	 * exiting (its memory gone, not yet a zombie): up to 200 ms for it */
-	int pc = proc_check(o->pid);
+	/* our traced command: proc_check would wait 100 ms on its tracer (us) */
+	char cst = hc ? proc_thread_state(o->pid, o->pid) : 0;
+	int pc = hc ? (cst == '?' || cst == 'Z' || cst == 'X' ? -LS_E_EXITED : 0) : proc_check(o->pid);
 	int gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
 	for (int k = 0; n < 0 && !gone && k < 20; k++) {
 		struct timespec ts = { 0, 10000000 };
 		nanosleep(&ts, NULL);
-		pc = proc_check(o->pid);
+		cst = hc ? proc_thread_state(o->pid, o->pid) : 0;
+		pc = hc ? (cst == '?' || cst == 'Z' || cst == 'X' ? -LS_E_EXITED : 0) : proc_check(o->pid);
 		gone = pc == -LS_E_NOPID || pc == -LS_E_ZOMBIE || pc == -LS_E_GONE || pc == -LS_E_EXITED;
 	}
 	if (n < 0)
