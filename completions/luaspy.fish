@@ -43,6 +43,7 @@ complete -c luaspy -n "__fish_seen_subcommand_from record" -l coroutines -d 'a r
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue -x -a '(__fish_complete_directories)' -d 'keep unsent --upload profiles in DIR'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue-max -x -d 'profiles the upload queue holds'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l upload-queue-mib -x -d 'MiB the upload queue holds'
+complete -c luaspy -n "__fish_seen_subcommand_from record" -l gc -d 'only the samples taken in the garbage collector'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -s t -l threads -d 'root frame per thread'
 complete -c luaspy -n "__fish_seen_subcommand_from record" -l vmstate -d 'VM state as a leaf frame'
 # heap
@@ -63,8 +64,8 @@ complete -c luaspy -n "__fish_seen_subcommand_from dump" -s s -l subprocesses -d
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l locals -d 'show local variables and upvalues of Lua frames'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l locals-length -x -d 'bytes of a string value shown'
 complete -c luaspy -n "__fish_seen_subcommand_from dump" -l native-only -d 'native frames only'
-complete -c luaspy -n "__fish_seen_subcommand_from dump" -l core -r -F -d 'read a core file'
-complete -c luaspy -n "__fish_seen_subcommand_from dump" -l exe -r -F -d 'executable of the core'
+complete -c luaspy -n "__fish_seen_subcommand_from dump heap" -l core -r -F -d 'read a core file'
+complete -c luaspy -n "__fish_seen_subcommand_from dump heap" -l exe -r -F -d 'executable of the core'
 # report
 complete -c luaspy -n "__fish_seen_subcommand_from report" -F
 complete -c luaspy -n "__fish_seen_subcommand_from report" -l focus -x -d 'keep stacks with a frame matching REGEX'

@@ -33,7 +33,8 @@ enum {
 	OPT_NO_DEMANGLE,
 	OPT_COROUTINES,
 	OPT_HEAP_MAX_MEMORY,
-	OPT_UPLOAD_QUEUE, OPT_UPLOAD_QUEUE_MAX, OPT_UPLOAD_QUEUE_MIB
+	OPT_UPLOAD_QUEUE, OPT_UPLOAD_QUEUE_MAX, OPT_UPLOAD_QUEUE_MIB,
+	OPT_GC
 };
 
 /* Commands as bits of cli_option.cmds. */
@@ -170,11 +171,11 @@ static const struct cli_option {
 	  "perf: the kernel copies registers and stack (perf events,\n"
 	  "no stop); auto: perf where allowed, else ptrace",
 	  CODE },
-	{ "core", 0, OPT_CORE, "FILE", D, GRP_TARGET,
+	{ "core", 0, OPT_CORE, "FILE", D | H, GRP_TARGET,
 	  "read the process from the core file FILE (kernel or gcore)\n"
 	  "instead of --pid",
 	  STR(core) },
-	{ "exe", 0, OPT_EXE, "FILE", D, GRP_TARGET,
+	{ "exe", 0, OPT_EXE, "FILE", D | H, GRP_TARGET,
 	  "with --core: the executable that ran (default: the path\n"
 	  "the core names, used when its build-id matches)",
 	  STR(exe) },
@@ -276,6 +277,12 @@ static const struct cli_option {
 	  "MiB the upload queue holds (default 64, with\n"
 	  "--upload-queue 256)",
 	  INT(upload_queue_mib, 1, 1048576, "invalid --upload-queue-mib", "expected 1 to 1048576 MiB") },
+	/* record --gc (gc_filter.c, docs/gc.md) */
+	{ "gc", 0, OPT_GC, NULL, R, GRP_OUTPUT,
+	  "keep only the samples taken while the VM collects\n"
+	  "garbage, under the Lua code whose allocation ran the\n"
+	  "step; the others are counted, left out",
+	  FLAG(gc) },
 };
 #define NOPTIONS (sizeof options / sizeof options[0])
 
@@ -303,6 +310,7 @@ static const struct {
 		"" },
 	[CMD_HEAP] = {
 		"Usage: luaspy heap [OPTIONS] --pid PID\n"
+		"       luaspy heap [OPTIONS] --core CORE [--exe EXE]\n"
 		"       luaspy heap [OPTIONS] -- COMMAND [ARG...]\n"
 		"Stop the process, walk every Lua object and print what the heap holds:\n"
 		"bytes by type beside the VM's own count, the largest retainers (by\n"
@@ -766,6 +774,8 @@ static int settle_options(struct cli_opts *o)
 		return usage_error("%s", "--count needs --interval");
 	if (o->cmd == CMD_HEAP && o->heap_interval_s && (o->diff || o->heap_format != HEAP_FMT_TEXT))
 		return usage_error("%s", "--interval writes text: it takes no --diff and no -f heapsnapshot, paths or pprof");
+	if (o->cmd == CMD_HEAP && o->core && o->heap_interval_s)
+		return usage_error("%s", "--core is one moment: no --interval");
 	if (o->cmd == CMD_HEAP && o->heap_interval_s && !o->heap_count)
 		o->heap_count = 2;
 	if ((o->app || o->ntags || o->nupload_headers) && !o->upload)

@@ -74,6 +74,7 @@ struct cli_opts {
 	const char *upload_queue;  /* --upload-queue DIR, or NULL: in memory */
 	unsigned upload_queue_max; /* --upload-queue-max N profiles, 0: the default */
 	unsigned upload_queue_mib; /* --upload-queue-mib MIB, 0: the default */
+	int gc;                    /* record --gc: GC samples only (gc_filter.h) */
 };
 
 /* --sampler: how record and top take samples (dump always stops). */

@@ -8,8 +8,13 @@
 #include "msg.h"
 #include "out.h"
 #include "proc_core.h"
+#include "vm.h"
 
-int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
+/* Open O->core as *T and say its problems (dump_core_open()); WHAT
+ * ends the line of a core with no Lua runtime found ("; showing native
+ * stacks only" for dump). 0 or the exit status after saying why it
+ * can't be read. */
+static int core_open_said(struct cli_opts *o, struct target **t, int *vmrc, const char *what)
 {
 	char why[512];
 	why[0] = 0;
@@ -47,11 +52,35 @@ int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
 		return 0;
 	}
 	if (!o->native_only && *vmrc == -LS_E_UNSUPPORTED)
-		msg_error("core %s: unsupported runtime: %s; showing native stacks only", o->core, why);
+		msg_error("core %s: unsupported runtime: %s%s", o->core, why, what);
 	else if (!o->native_only && *vmrc < 0)
-		msg_error("core %s: not a Lua process: %s; showing native stacks only", o->core,
-			  why[0] ? why : "no Lua runtime (LuaJIT or PUC Lua 5.1-5.4) found in its memory");
+		msg_error("core %s: not a Lua process: %s%s", o->core,
+			  why[0] ? why : "no Lua runtime (LuaJIT or PUC Lua 5.1-5.4) found in its memory", what);
 	return 0;
+}
+
+int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc)
+{
+	return core_open_said(o, t, vmrc, "; showing native stacks only");
+}
+
+int heap_core_open(struct cli_opts *o, struct target **t)
+{
+	int vmrc;
+	int code = core_open_said(o, t, &vmrc, "");
+	if (code != 0)
+		return code;
+	if ((*t)->vm && !(*t)->vm_ops->heap) {
+		msg_error("core %s: unsupported runtime: no heap walker for this runtime", o->core);
+		code = err_exit_code(LS_E_UNSUPPORTED);
+	} else if (!(*t)->vm) {
+		code = dump_core_status(o, *t, vmrc);
+	}
+	if (code != 0) {
+		target_close(*t);
+		*t = NULL;
+	}
+	return code;
 }
 
 int dump_core_threads(const struct target *t, struct proc_thread **th, int *nth)

@@ -18,6 +18,14 @@
  * after printing why the core can't be read (not a core: 8, ...). */
 int dump_core_open(struct cli_opts *o, struct target **t, int *vmrc);
 
+/* heap --core: open O->core (with O->exe) as *T with its Lua VM, and
+ * set O->pid to the core's pid; the core's problems are said as
+ * dump_core_open() says them. Returns 0 with *T holding a VM that has a
+ * heap walker, else the exit status after one line saying why (*T then
+ * NULL): not a core 8, executable missing on disk 8, not Lua 5,
+ * unsupported 6. No thread is stopped: the core does not run. */
+int heap_core_open(struct cli_opts *o, struct target **t);
+
 /* The threads of core target T as proc_threads() lists a live process:
  * tid, name (the command name for the main thread: a core does not keep
  * thread names), state (the process's, 'T' when unknown), cpu -1.

@@ -16,6 +16,7 @@
 #include "child.h"
 #include "cli.h"
 #include "elf_sym.h"
+#include "cmd_dump_core.h"
 #include "err.h"
 #include "heap.h"
 #include "heap_child.h"
@@ -114,6 +115,27 @@ int cmd_heap(struct cli_opts *o)
 	return code;
 }
 
+/* heap --core (docs/core-files.md): the walk of core target T, as
+ * heap_take() does it but with no thread to stop (the core does not
+ * run) and no target to exit: *HS gets the states, the count returned,
+ * or a negative error. */
+static int heap_take_core(struct cli_opts *o, struct target *t, struct heap_state **out)
+{
+	struct heap_state *hs = NULL;
+	struct mem_cache mc;
+	mem_cache_init(&mc, &t->mem.base, HEAP_CACHE_BLOCK, HEAP_CACHE_BLOCKS);
+	unsigned flags = o->heap_format == HEAP_FMT_HEAPSNAPSHOT ? HEAP_WANT_NAMES : 0;
+	flags |= HEAP_MAX_MIB_FLAGS(heap_max_mib(o));
+	uint64_t c0 = cpu_ns();
+	int n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
+	msg_debug(1, "heap: walk of the core %.1f ms of luaspy's CPU", (double)(cpu_ns() - c0) / 1e6);
+	mem_cache_free(&mc);
+	for (int i = 0; i < n; i++)
+		heap_graph_finish(&hs[i]);
+	*out = n < 0 ? NULL : hs;
+	return n;
+}
+
 /* One snapshot of target T: stop every thread, walk, release, then the
  * graph (after the release). *HS gets the states; returns their count or
  * a negative error (-LS_E_EXITED when the target is gone), which the
@@ -126,13 +148,15 @@ static int heap_take(struct cli_opts *o, struct target *t, struct heap_child *hc
 {
 	struct proc_thread *th = NULL;
 	int nth = 0;
-	/* --nonblocking: nothing is stopped, every object is checked (heap.h) */
-	int rc = hc || o->nonblocking ? 0 : proc_threads(o->pid, &th, &nth);
 	*out = NULL;
 	*notstopped = 0;
 	*nth_out = 0;
 	*gone_out = 0;
 	*pause_ns = 0;
+	if (t->core)
+		return heap_take_core(o, t, out);
+	/* --nonblocking: nothing is stopped, every object is checked (heap.h) */
+	int rc = hc || o->nonblocking ? 0 : proc_threads(o->pid, &th, &nth);
 	if (rc < 0)
 		return rc == -LS_E_GONE ? -LS_E_EXITED : rc;
 	*nth_out = nth;
@@ -229,6 +253,11 @@ static void heap_states_free(struct heap_state *hs, int n)
 /* The error of a snapshot that gave no states, said in one line. */
 static int heap_take_error(struct cli_opts *o, int n)
 {
+	if (o->core) { /* heap --core */
+		msg_error("core %s: %s", o->core, n == -LS_E_UNSUPPORTED ?
+			  "the heap of this Lua release is not described (docs/heap.md)" : err_text(n));
+		return err_exit_code(-n);
+	}
 	if (n == -LS_E_UNSUPPORTED)
 		return msg_unsupported(o->pid, "the heap of this Lua release is not described (docs/heap.md)");
 	return msg_err_pid(o->pid, n);
@@ -401,7 +430,7 @@ static int heap_output(struct cli_opts *o, FILE *f, struct target *t, struct hea
 					  (unsigned long long)hs[i].addr, hs[i].graph_cut);
 		}
 	} else {
-		heap_print_text(f, (int)o->pid, desc, hs, n, (double)pause_ns / 1e6);
+		heap_print_text(f, (int)o->pid, desc, hs, n, t->core ? -1.0 : (double)pause_ns / 1e6);
 		if (notstopped)
 			fprintf(f, "\nwarning: %d of %d threads could not be stopped; the walk may be inconsistent\n",
 				notstopped, nth);
@@ -426,7 +455,12 @@ static int heap_open(struct cli_opts *o, struct target **out)
 	struct target *t;
 	int vmrc;
 	char why[512];
-	int rc = target_open(o->pid, VM_PROBE, &t, &vmrc, why, sizeof why);
+	if (o->core) { /* heap --core: its problems said there */
+		int code = heap_core_open(o, &t);
+		if (code != 0)
+			return code;
+	}
+	int rc = o->core ? 0 : target_open(o->pid, VM_PROBE, &t, &vmrc, why, sizeof why);
 	if (rc < 0)
 		return msg_err_pid(o->pid, rc);
 	if (!t->vm) {

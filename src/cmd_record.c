@@ -66,6 +66,21 @@ static void resolve_line(struct frame *fr, void *arg)
 	symtab_resolve_line(fr);
 }
 
+/* record --gc (gc_filter.h, docs/gc.md): what was left out, after the
+ * "Samples:" line (which counts the samples kept). */
+static void record_say_gc(const struct cli_opts *o, const struct session_stats *st)
+{
+	if (!o->gc)
+		return;
+	fprintf(stderr, "--gc: %llu samples outside the GC, left out", (unsigned long long)st->gc_outside);
+	if (st->gc_unknown)
+		fprintf(stderr, "; %llu of processes whose collector was not found, left out",
+			(unsigned long long)st->gc_unknown);
+	if (st->gc_no_lua)
+		fprintf(stderr, "; %llu kept in the GC with no Lua frame", (unsigned long long)st->gc_no_lua);
+	fputc('\n', stderr);
+}
+
 /* -s or several --pgrep matches: the run ended and no process was Lua. */
 static void record_say_nolua(const struct cli_opts *o, const struct session *s)
 {
@@ -617,6 +632,7 @@ static int record_periods(struct cli_opts *o, struct session *s, struct profile 
 		fprintf(stderr, ", %llu dropped (%llu samples)", pr.dropped,
 			(unsigned long long)pr.dropped_samples);
 	fputc('\n', stderr);
+	record_say_gc(o, st);
 	struct upload_counts uc = { 0 };
 	if (o->upload) {
 		/* the last period and any backlog: a bounded wait */
@@ -729,12 +745,14 @@ static void record_summary(const struct cli_opts *o, struct session *s)
 	session_report_lag(s);
 	fprintf(stderr, "Samples: %llu  Errors: %llu\n", (unsigned long long)st->samples,
 		(unsigned long long)st->errors);
+	record_say_gc(o, st);
 	/* most errors are reads the running target tore (deep LuaJIT stacks
 	 * walked after the release): say what helps */
 	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
-	if (!o->blocking && !o->nonblocking && torn * 10 > st->samples + st->errors && torn >= 10)
+	uint64_t all = st->samples + st->errors + st->gc_outside + st->gc_unknown;
+	if (!o->blocking && !o->nonblocking && torn * 10 > all && torn >= 10)
 		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); %s",
-			  (unsigned long long)torn, (unsigned long long)(st->samples + st->errors),
+			  (unsigned long long)torn, (unsigned long long)all,
 			  session_sampler_perf(s)
 			  ? "the perf sampler reads from the heap what it did not copy at the tick, so "
 			    "the kept samples favour code that runs long between coroutine switches; "

@@ -1297,9 +1297,13 @@ int heap_recheck(struct heap_state *s, struct mem *live, uint64_t o, const uint8
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
 		     double pause_ms)
 {
-	fprintf(f, "Process %d: %s, %d state%s, threads stopped for %.1f ms%s\n", pid,
-		runtime ? runtime : "Lua", n, n == 1 ? "" : "s", pause_ms,
-		n > 0 && s[0].nonblocking ? " (--nonblocking: walked while it ran)" : "");
+	if (pause_ms < 0) /* heap --core: nothing stopped */
+		fprintf(f, "Process %d: %s, %d state%s, read from a core file\n", pid,
+			runtime ? runtime : "Lua", n, n == 1 ? "" : "s");
+	else
+		fprintf(f, "Process %d: %s, %d state%s, threads stopped for %.1f ms%s\n", pid,
+			runtime ? runtime : "Lua", n, n == 1 ? "" : "s", pause_ms,
+			n > 0 && s[0].nonblocking ? " (--nonblocking: walked while it ran)" : "");
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *st = &s[k];
 		uint64_t total = 0, count = 0;

@@ -345,7 +345,8 @@ void heap_prev_free(struct heap_prev *p);
 int heap_growth_write(FILE *f, const char *since, const struct heap_prev *prev, const struct heap_state *s,
 		      int n);
 
-/* Write the text summary of states S[0..N) of process PID to F. */
+/* Write the text summary of states S[0..N) of process PID to F;
+ * PAUSE_MS how long its threads were stopped, < 0 for a core file. */
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
 		     double pause_ms);
 

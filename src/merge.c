@@ -15,14 +15,20 @@ void merge_native_frame(struct symtab *s, const struct native_frame *nf, struct 
 	memset(out, 0, sizeof *out);
 	out->kind = FRAME_NATIVE;
 	out->addr = nf->pc;
-	int ret = !(nf->flags & NF_LEAF) && !(nf->flags & NF_RESTART);
+	int ret = nf_is_return(nf);
 	if (nf->flags & NF_RESTART)
 		ret = 1; /* a restart point is a return address found on the stack */
 	symtab_lookup(s, nf->pc, ret, &si);
 	out->module = si.module;
 	out->file = si.file;
 	out->line = si.line;
-	if (si.name) {
+	if (nf->flags & NF_SIGFRAME) {
+		/* the trampoline a handler returns to, named as gdb names it;
+		 * its module stays (it is libc's code) */
+		out->name = intern("<signal handler called>");
+		out->file = NULL;
+		out->line = 0;
+	} else if (si.name) {
 		out->name = si.name;
 	} else if (si.module) {
 		/* no symbol: module and offset from its ELF addresses (of the
@@ -135,7 +141,7 @@ int merge_stacks(struct symtab *s, const struct native_stack *ns,
 			continue;
 		struct sym_info si;
 		const struct native_frame *nf = &ns->f[i - 1];
-		int ret = !(nf->flags & NF_LEAF);
+		int ret = nf_is_return(nf);
 		symtab_lookup(s, nf->pc, ret, &si);
 		if (si.func_start == c->addr)
 			cbyfde[i - 1] = 0;

@@ -234,7 +234,7 @@ static int c_callees_agree(struct target *t, const struct thread_snap *ts)
 		 * right inside the resumer's: nothing to compare */
 		if (nf->pc >= w->vm_start && nf->pc < w->vm_end)
 			continue;
-		int ret = !(nf->flags & NF_LEAF);
+		int ret = nf_is_return(nf);
 		struct sym_info si;
 		symtab_lookup(t->sym, nf->pc, ret, &si);
 		if (si.func_start == c->addr ||

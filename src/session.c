@@ -26,6 +26,7 @@
 #include "sampler_bpf.h"
 #include "sampler_perf.h"
 #include "session.h"
+#include "gc_filter.h"
 #include "stopper.h"
 #include "timeutil.h"
 
@@ -64,6 +65,7 @@ struct session {
 	                            * LUASPY_PERF_ONCE, for measurements) */
 	struct sampler_bpf *bpf;   /* perf: the eBPF tick copy (sampler_bpf.h), or NULL */
 	char bpf_why[256];         /* perf: why there is none (--stats) */
+	struct gc_filter *gcf;     /* record --gc (gc_filter.h), or NULL */
 };
 
 static void on_signal(int sig)
@@ -98,6 +100,7 @@ static int start_failed(struct session *s, int code)
 	if (s->perf)
 		close(s->epfd);
 	sampler_bpf_close(s->bpf);
+	free(s->gcf);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);
@@ -200,10 +203,11 @@ static int choose_sampler(struct session *s, pid_t pid)
 		msg_debug(1, "sampler: ptrace");
 		return 0;
 	}
-	if (want == SAMPLER_AUTO && (s->o.blocking || s->o.nonblocking || s->o.idle || !s->so.native)) {
+	if (want == SAMPLER_AUTO && (s->o.blocking || s->o.nonblocking || s->o.idle || !s->so.native ||
+				     s->o.gc)) {
 		snprintf(s->sampler_why, sizeof s->sampler_why, "ptrace (auto: %s needs it)",
 			 s->o.blocking ? "--blocking" : s->o.nonblocking ? "--nonblocking" :
-			 s->o.idle ? "--idle" : "--lua-only");
+			 s->o.idle ? "--idle" : s->o.gc ? "--gc" : "--lua-only");
 		msg_debug(1, "sampler: %s", s->sampler_why);
 		return 0;
 	}
@@ -311,12 +315,37 @@ int session_start(const struct cli_opts *o, struct session **out)
 		tg->next_probe_ns = time_now_ns() + tg->probe_wait_ns;
 	else
 		s->attached_ns = time_now_ns();
+	if (o->gc) { /* record --gc: can this target's collector be told apart? */
+		s->gcf = calloc(1, sizeof *s->gcf);
+		if (!s->gcf)
+			return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
+		int gr = gc_filter_check(s->gcf, rc < 0 ? NULL : tg->t, tg->start, why, sizeof why);
+		if (gr == 0 && rc >= 0 && tg->t && tg->t->vm && tg->t->vm_ops != &vm_luajit_ops &&
+		    !s->so.native) {
+			snprintf(why, sizeof why, "PUC Lua's collector is told by native frames: "
+				 "drop --lua-only");
+			gr = -LS_E_UNSUPPORTED;
+		}
+		if (gr < 0) {
+			msg_error("--gc: pid %d: %s", (int)pid, why);
+			return start_failed(s, err_exit_code(gr));
+		}
+	}
 	raise_priority();
 	int sc = choose_sampler(s, pid);
 	if (sc > 0)
 		return start_failed(s, sc);
 	if (sc < 0)
 		return start_failed(s, msg_err_pid(0, sc));
+	/* record --gc and perf samples: the Lua stack must be the tick's
+	 * (docs/gc.md §3): LuaJIT's with the eBPF copy only, PUC's never */
+	if (s->gcf && s->perf && rc >= 0 && tg->t && tg->t->vm &&
+	    (tg->t->vm_ops != &vm_luajit_ops || !s->bpf)) {
+		msg_error("--gc: --sampler perf reads the Lua stack after the sample (%s): "
+			  "the collector's samples would land under later code; use --sampler ptrace",
+			  tg->t->vm_ops != &vm_luajit_ops ? "PUC Lua" : "LuaJIT without the eBPF tick copy");
+		return start_failed(s, err_exit_code(LS_E_UNSUPPORTED));
+	}
 	if (!o->nonblocking && !s->perf && stopper_start() < 0)
 		return start_failed(s, msg_err_pid(0, -LS_E_NOMEM));
 	*out = s;
@@ -326,6 +355,21 @@ int session_start(const struct cli_opts *o, struct session **out)
 static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t tid,
 		    const char *tname, struct stack *st, const struct walk_info *info)
 {
+	/* record --gc: only the collector's samples, the others counted;
+	 * those kept are of the GC class (PUC's walk says interpreter or C) */
+	struct walk_info gi;
+	if (s->gcf) {
+		int keep = gc_filter_keep(s->gcf, tg->t, tg->start, info, &s->ts.lw, &s->ts.native);
+		s->st.gc_outside = s->gcf->outside;
+		s->st.gc_unknown = s->gcf->unknown;
+		s->st.gc_no_lua = s->gcf->kept_no_lua;
+		if (!keep)
+			return;
+		gi = *info;
+		gi.vmstate = intern("GC");
+		gi.state = VMS_GC;
+		info = &gi;
+	}
 	if (s->o.function)
 		for (int i = 0; i < st->n; i++)
 			if (st->f[i].kind == FRAME_LUA && st->f[i].firstline > 0)
@@ -790,6 +834,15 @@ void session_print_stats(const struct session *s, FILE *f)
 	else if (s->first_sample_ns) /* -s: the root was not Lua, a descendant was */
 		fprintf(f, "time to first sample (ms): %.1f\n",
 			(double)(s->first_sample_ns - s->start_ns) / 1e6);
+	if (s->gcf) { /* record --gc (docs/gc.md) */
+		fprintf(f, "--gc: %llu samples in the collector kept (%llu without a Lua frame), %llu outside "
+			"left out, %llu of processes whose collector was not found left out\n",
+			(unsigned long long)s->gcf->kept, (unsigned long long)s->gcf->kept_no_lua,
+			(unsigned long long)s->gcf->outside, (unsigned long long)s->gcf->unknown);
+		for (int i = 0; i < s->gcf->n; i++)
+			fprintf(f, "--gc: pid %d: %s\n", (int)s->gcf->tg[i].pid,
+				s->gcf->tg[i].rc < 0 ? "collector not found" : s->gcf->tg[i].code.how);
+	}
 	for (int e = 0; e < 32; e++)
 		if (s->st.err_by_kind[e])
 			fprintf(f, "errors: %s: %llu\n", err_text(e),
@@ -825,6 +878,7 @@ int session_finish(struct session *s)
 	thread_snap_free(&s->ts);
 	stack_free(&s->stack);
 	stack_free(&s->again);
+	free(s->gcf);
 	free(s->stop_us);
 	free(s->walk_us);
 	free(s);

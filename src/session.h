@@ -32,6 +32,10 @@ struct session_stats {
 	                          * error, not at the outermost frame (unwind.h) */
 	uint64_t elided;         /* samples (<= samples) whose stack was cut in its
 	                          * middle ("<elided N frames>", merge.h) */
+	/* record --gc (gc_filter.h): samples left out, not in SAMPLES */
+	uint64_t gc_outside;     /* outside the collector */
+	uint64_t gc_unknown;     /* of targets whose collector was not found */
+	uint64_t gc_no_lua;      /* kept (in SAMPLES): in the collector, no Lua frame */
 };
 
 /* stats.vmstate[] is indexed by enum vm_state (vm.h) */

@@ -124,7 +124,7 @@ static const char *const fiber_entries[] = {
 static int fiber_entry(struct unwinder *u, struct mem *m, const struct native_frame *f)
 {
 	struct sym_info si;
-	int ret = !(f->flags & NF_LEAF);
+	int ret = nf_is_return(f);
 	symtab_lookup(u->sym, f->pc, ret, &si);
 	if (si.name)
 		for (size_t k = 0; k < sizeof fiber_entries / sizeof fiber_entries[0]; k++)

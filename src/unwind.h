@@ -32,6 +32,19 @@ enum { UREG_RBX = 0, UREG_RBP, UREG_R12, UREG_R13, UREG_R14, UREG_R15, UREG_NREG
 #define NF_LEAF      1  /* innermost frame: pc is where it stopped, not a return address */
 #define NF_RESTART   2  /* found by scanning the stack after a frame with no CFI */
 #define NF_NOCFI     4  /* pc has no module / no CFI (JIT code, garbage) */
+#define NF_INTERRUPTED 8 /* a signal interrupted this frame: pc is where it
+                          * stopped (not a return address), as a leaf's */
+#define NF_SIGFRAME 16  /* the kernel's signal frame: the handler above it
+                         * returns to the trampoline (glibc __restore_rt,
+                         * CIE augmentation "S") that restores the
+                         * interrupted frame below; named "<signal handler
+                         * called>" (docs/naming.md) */
+
+struct native_frame;
+/* 1 when F's pc is a return address (look its function and line up at pc -
+ * 1), 0 when it is where the frame stopped: the leaf, or a frame a signal
+ * interrupted. */
+static inline int nf_is_return(const struct native_frame *f);
 
 struct native_frame {
 	uint64_t pc;                 /* leaf: current pc; others: return address */
@@ -40,6 +53,11 @@ struct native_frame {
 	unsigned regs_valid;         /* bit i set when regs[i] is known */
 	unsigned flags;              /* NF_* */
 };
+
+static inline int nf_is_return(const struct native_frame *f)
+{
+	return !(f->flags & (NF_LEAF | NF_INTERRUPTED));
+}
 
 struct native_stack {
 	struct native_frame f[UNWIND_MAX_FRAMES]; /* innermost first */

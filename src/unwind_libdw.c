@@ -27,6 +27,9 @@ struct libdw_unwinder {
 	struct mem *mem;
 	struct native_stack *out;
 	int restart_mode;
+	int start;              /* OUT->n when this walk began */
+	int act_pending;        /* index of a frame past the first with
+	                         * isactivation set, not yet paired; -1 none */
 };
 
 static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
@@ -97,6 +100,20 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	/* a repeated (pc, sp) pair means the CFI loops: stop */
 	if (out->n > 0 && out->f[out->n - 1].pc == f->pc && out->f[out->n - 1].sp == f->sp)
 		return DWARF_CB_ABORT;
+	/* Past a walk's first frame libdwfl sets isactivation on exactly two
+	 * frames in a row: the signal trampoline (its CIE says "S") and the
+	 * frame the signal interrupted (its pc is exact). */
+	if (act && out->n > u->start && !(f->flags & NF_RESTART)) {
+		if (u->act_pending == out->n - 1) {
+			out->f[out->n - 1].flags |= NF_SIGFRAME;
+			f->flags |= NF_INTERRUPTED;
+			u->act_pending = -1;
+		} else {
+			u->act_pending = out->n;
+		}
+	} else {
+		u->act_pending = -1;
+	}
 	out->n++;
 	return DWARF_CB_OK;
 }
@@ -142,6 +159,8 @@ static int ldw_walk(void *impl, pid_t tid, const struct user_regs_struct *regs, 
 	u->mem = m;
 	u->out = out;
 	u->restart_mode = first_is_retaddr;
+	u->start = out->n;
+	u->act_pending = -1;
 	set_regs(u, regs);
 	return dwfl_getthread_frames(dwfl, tid, frame_cb, u) == 0 ? 0 : -1;
 }

@@ -145,6 +145,18 @@ static void lu_close(void *impl)
 	free(u);
 }
 
+/* Is IP the x86-64 rt_sigreturn trampoline a signal handler returns to
+ * (mov $15,%rax; syscall: glibc's and musl's __restore_rt)?
+ * unw_is_signal_frame() of libunwind 1.6 says no for Debian 12's glibc
+ * 2.36, whose trampoline is followed by a nopl (checked by
+ * tests/dump-signal-frame.test). */
+static int is_sigreturn(struct mem *m, uint64_t ip)
+{
+	static const uint8_t seq[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	uint8_t b[sizeof seq];
+	return mem_read(m, ip, b, sizeof b) == 0 && !memcmp(b, seq, sizeof seq);
+}
+
 static int lu_walk(void *impl, pid_t tid, const struct user_regs_struct *regs, struct mem *m,
 		   int first_is_retaddr, struct native_stack *out)
 {
@@ -155,7 +167,7 @@ static int lu_walk(void *impl, pid_t tid, const struct user_regs_struct *regs, s
 	u->regs = regs;
 	if (unw_init_remote(&c, u->as, u) < 0)
 		return -1;
-	int first = 1;
+	int first = 1, interrupted = 0;
 	for (;;) {
 		if (out->n >= UNWIND_MAX_FRAMES)
 			return -1;
@@ -179,6 +191,11 @@ static int lu_walk(void *impl, pid_t tid, const struct user_regs_struct *regs, s
 			}
 		if (out->n > 0 && out->f[out->n - 1].pc == ip && out->f[out->n - 1].sp == sp)
 			return -1;
+		if (interrupted)
+			f->flags |= NF_INTERRUPTED;
+		interrupted = unw_is_signal_frame(&c) > 0 || is_sigreturn(m, ip);
+		if (interrupted)
+			f->flags |= NF_SIGFRAME; /* the next frame is the one it interrupted */
 		out->n++;
 		first = 0;
 		int r = unw_step(&c);

@@ -1629,19 +1629,29 @@ static int lua_only_walk(struct ctx *c, struct thread_snap *ts, const struct lj_
 	if (s->vmstate > 0) {
 		uint64_t T = 0, tpc = 0;
 		int on_mcode = !in_vm(c->vm, rip) && trace_find(c, s->g, s->vmstate, rip, &T, &tn) == 0;
+		/* stopped in a signal handler that interrupted the trace (a
+		 * kernel core of Tarantool, whose SIGSEGV handler runs first):
+		 * the trace's pc is the one lj_walk found in a deeper native
+		 * frame; its rdx is not known */
+		int deep = 0;
+		if (!on_mcode && !in_vm(c->vm, rip) && s->trace_addr &&
+		    trace_find(c, s->g, s->vmstate, s->trace_addr, &T, &tn) == 0) {
+			rip = s->trace_addr;
+			on_mcode = deep = 1;
+		}
 		if (on_mcode)
 			tpc = trace_pc(c, T, rip);
 		else
 			tn = s->vmstate;
-		if (on_mcode && tpc)
+		if (on_mcode && tpc && !deep)
 			CAND(rdx, tpc, 1);
-		if (on_mcode)
+		if (on_mcode && !deep)
 			CAND(rdx, 0, 3);
 		if (s->jit_base && tpc)
 			CAND(s->jit_base, tpc, 1);
 		if (s->jit_base)
 			CAND(s->jit_base, 0, 3);
-		if (on_mcode)
+		if (on_mcode && !deep)
 			CAND(rdx + 16, 0, 3);
 		if (s->jit_base)
 			CAND(s->jit_base + 16, 0, 3);
@@ -2377,6 +2387,10 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	lw->vm_end = vm->vm_end;
 	lw->vm_gc = w.have && w.s->vmstate == LJ_VMST_GC;
 	int rc = restart_after_trace(&w);
+	/* the trace's pc in a deeper native frame, for the coroutine walk
+	 * of dump --all-coroutines (lua_only_walk) */
+	if (w.have && w.trace_n && w.nocfi > 0)
+		((struct lj_snap *)ts->vm_data)->trace_addr = w.trace_addr;
 	if (rc == 0)
 		rc = unwind_edge(&w);
 	if (rc == 0 && ts->native.n == 0) {

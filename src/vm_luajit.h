@@ -245,6 +245,9 @@ struct lj_snap {
 	uint64_t jit_base;
 	int have;                    /* g fields read */
 	int lstack;                  /* index+1 of the tidbuf holding the Lua stack copy */
+	uint64_t trace_addr;         /* set by the walk: the pc on a trace of a native
+	                              * frame below the leaf (a signal handler
+	                              * interrupted the trace), 0 */
 };
 
 /* vm_luajit_probe.c */

@@ -418,7 +418,7 @@ uint64_t puc_fde_of(struct vm *vm, struct target *t, uint64_t pc, uint64_t *end)
 uint64_t puc_native_start(struct vm *vm, struct target *t, const struct native_frame *nf)
 {
 	struct sym_info si;
-	int ret = !(nf->flags & NF_LEAF);
+	int ret = nf_is_return(nf);
 	symtab_lookup(t->sym, nf->pc, ret, &si);
 	if (si.func_start)
 		return si.func_start;

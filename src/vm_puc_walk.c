@@ -626,7 +626,7 @@ static int native_in_exec(const struct wctx *c)
 {
 	const struct native_stack *ns = c->ns;
 	for (int k = 0; k < ns->n; k++)
-		if (in_exec(c->vm, ns->f[k].pc - !(ns->f[k].flags & NF_LEAF)))
+		if (in_exec(c->vm, ns->f[k].pc - nf_is_return(&ns->f[k])))
 			return 1;
 	return 0;
 }
@@ -866,7 +866,7 @@ static int vm_frames_unexplained(const struct wctx *c)
 		const struct native_frame *f = &ns->f[k];
 		if (c->vm->resume_fn && puc_native_start(c->vm, c->t, f) == c->vm->resume_fn)
 			resumes++;
-		if (!in_exec(c->vm, f->pc - !(f->flags & NF_LEAF)))
+		if (!in_exec(c->vm, f->pc - nf_is_return(f)))
 			continue;
 		int placed = 0;
 		for (int s = 0; s < c->nsegs && !placed; s++)
