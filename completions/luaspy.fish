@@ -52,6 +52,9 @@ complete -c luaspy -n "__fish_seen_subcommand_from heap report" -l diff -r -F -d
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -l interval -x -d 'snapshots SECS apart, growth between them'
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -l count -x -d 'snapshots --interval takes'
 complete -c luaspy -n "__fish_seen_subcommand_from heap" -l max-memory -x -d 'MiB the object graph may take (0: no bound)'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -l timeout -x -d 'seconds to wait for a Lua runtime'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -s d -l duration -x -d 'with -- COMMAND: snapshot after SECS'
+complete -c luaspy -n "__fish_seen_subcommand_from heap" -l nonblocking -d 'walk the running process, no stop'
 # top
 complete -c luaspy -n "__fish_seen_subcommand_from top" -l delay -x -d 'seconds between refreshes'
 # dump

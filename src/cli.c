@@ -92,15 +92,16 @@ static const struct cli_option {
 	  "also child processes: a root frame each (record, top),\n"
 	  "a block each (dump)",
 	  FLAG(subprocesses) },
-	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D, GRP_TARGET,
+	{ "timeout", 0, OPT_TIMEOUT, "SECS", R | T | D | H, GRP_TARGET,
 	  "wait this long for a Lua runtime (and for a --pgrep\n"
 	  "match) to appear (default 5)",
 	  DBL(timeout_s, 0, 86400, "invalid timeout", "expected seconds from 0 to 86400") },
 	{ "rate", 'r', 'r', "HZ", R | T, GRP_SAMPLING,
 	  "samples per second per thread (default 100, max 10000)",
 	  DBL(rate_hz, 1, RATE_MAX_HZ, "invalid rate", "expected a number of Hz from 1 to 10000") },
-	{ "duration", 'd', 'd', "SECS", R | T | M, GRP_SAMPLING,
-	  "stop after SECS seconds (default: Ctrl-C or target exit)",
+	{ "duration", 'd', 'd', "SECS", R | T | M | H, GRP_SAMPLING,
+	  "stop after SECS seconds (default: Ctrl-C or target exit;\n"
+	  "heap -- COMMAND: the snapshot then, if none came first)",
 	  DBL_POS(duration_s, 31536000, "invalid duration", "expected a positive number of seconds") },
 	{ "idle", 'i', 'i', NULL, R | T | D, GRP_SAMPLING,
 	  "include threads that are sleeping or not in Lua\n"
@@ -112,8 +113,9 @@ static const struct cli_option {
 	{ "lua-only", 0, OPT_LUA_ONLY, NULL, R | T | D, GRP_SAMPLING,
 	  "Lua frames only, no native unwinding",
 	  CODE },
-	{ "nonblocking", 0, OPT_NONBLOCKING, NULL, R | T, GRP_SAMPLING,
-	  "never stop the target (needs --lua-only)",
+	{ "nonblocking", 0, OPT_NONBLOCKING, NULL, R | T | H, GRP_SAMPLING,
+	  "never stop the target (record, top: needs --lua-only;\n"
+	  "heap: walk it running, count what was skipped or changed)",
 	  FLAG(nonblocking) },
 	{ "blocking", 0, OPT_BLOCKING, NULL, R | T, GRP_SAMPLING,
 	  "keep each thread stopped until its stack is walked:\n"
@@ -309,11 +311,13 @@ static const struct {
 	[CMD_HEAP] = {
 		"Usage: luaspy heap [OPTIONS] --pid PID\n"
 		"       luaspy heap [OPTIONS] --core CORE [--exe EXE]\n"
+		"       luaspy heap [OPTIONS] -- COMMAND [ARG...]\n"
 		"Stop the process, walk every Lua object and print what the heap holds:\n"
 		"bytes by type beside the VM's own count, the largest retainers (by\n"
 		"retained size) and tables with their paths from the roots, tables by\n"
 		"metatable, functions by prototype, the largest strings. See docs/heap.md.\n",
-		"" },
+		"With -- COMMAND: the snapshot is taken when the command calls lua_close\n"
+		"(or exits without it), on Ctrl-C, or after --duration.\n" },
 	[CMD_REPORT] = {
 		"Usage: luaspy report [OPTIONS] PROFILE...\n"
 		"       luaspy report [OPTIONS] --diff BASE NEW\n"
@@ -732,15 +736,15 @@ static int check_options(struct cli_opts *o)
 		return usage_error("%s", "no target: give --pid PID or a command after '--'");
 	if (o->cmd == CMD_DUMP && o->argv)
 		return usage_error("%s", "dump needs --pid; it does not launch commands");
-	if (o->cmd == CMD_HEAP && o->argv)
-		return usage_error("%s", "heap needs --pid; it does not launch commands");
 	if (o->cmd == CMD_PERFMAP && o->argv)
 		return usage_error("%s", "perf-map needs --pid; it does not launch commands");
 	if (o->native_only && o->lua_only)
 		return usage_error("%s", "--native-only and --lua-only exclude each other");
 	if (o->nonblocking && o->blocking)
 		return usage_error("%s", "--blocking and --nonblocking exclude each other");
-	if (o->nonblocking && !o->lua_only)
+	if (o->cmd == CMD_HEAP && o->nonblocking && o->argv)
+		return usage_error("%s", "heap --nonblocking takes --pid: a command is held at lua_close anyway");
+	if (o->nonblocking && !o->lua_only && o->cmd != CMD_HEAP)
 		return usage_error("%s", "--nonblocking needs --lua-only (native unwinding must stop the thread)");
 	if (o->sampler == SAMPLER_PERF && (o->blocking || o->nonblocking || o->idle || o->lua_only))
 		return usage_error("--sampler perf samples running threads with their native stack: "

@@ -74,6 +74,8 @@ int heap_add(struct heap_state *s, int t, uint64_t bytes)
 
 void heap_table(struct heap_state *s, uint64_t addr, uint64_t bytes, uint32_t asize, uint32_t hsize)
 {
+	if (s->nonblocking && s->vm_bytes && bytes > s->vm_bytes)
+		return;   /* not believed (nb_implausible counts it) */
 	int n = s->ntables;
 	if (n == HEAP_TOP && s->tables[n - 1].bytes >= bytes)
 		return;
@@ -201,8 +203,32 @@ int64_t heap_node(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 	return (int64_t)s->nn++;
 }
 
+/* --nonblocking: what a walk of a running target may not believe: one
+ * object larger than the VM's whole count (freed memory read as an
+ * object: skipped, and the walker ends its list), or a walk past twice
+ * that count and 16 MiB (the lists changed under it: cut). 1: refused. */
+static int nb_implausible(struct heap_state *s, uint64_t bytes)
+{
+	if (!s->nonblocking || !s->vm_bytes)
+		return 0;
+	if (bytes > s->vm_bytes) {
+		s->bad++;
+		return 1;
+	}
+	uint64_t total = 0;
+	for (int t = 0; t < HEAP_NTYPES; t++)
+		total += s->bytes[t];
+	if (total + bytes > 2 * s->vm_bytes + (16u << 20)) {
+		s->cut = "twice the VM's count walked: the lists changed under the walk (--nonblocking)";
+		return 1;
+	}
+	return 0;
+}
+
 int64_t heap_object(struct heap_state *s, uint64_t addr, int type, uint64_t bytes)
 {
+	if (nb_implausible(s, bytes))
+		return -1;
 	heap_add(s, type, bytes);
 	return heap_node(s, addr, type, bytes);
 }
@@ -1253,6 +1279,21 @@ static void put_preview(FILE *f, const char *p, int n, int cut)
 		fputs("...", f);
 }
 
+int heap_recheck(struct heap_state *s, struct mem *live, uint64_t o, const uint8_t *h16, int marked,
+		 int volatile_off, uint8_t *now16)
+{
+	if (mem_read(live, o, now16, 16) < 0) {
+		s->changed++;
+		return -1;
+	}
+	for (int i = 0; i < 16; i++)
+		if (i != marked && i != volatile_off && now16[i] != h16[i]) {
+			s->changed++;
+			return 1;
+		}
+	return 0;
+}
+
 void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_state *s, int n,
 		     double pause_ms)
 {
@@ -1260,8 +1301,9 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 		fprintf(f, "Process %d: %s, %d state%s, read from a core file\n", pid,
 			runtime ? runtime : "Lua", n, n == 1 ? "" : "s");
 	else
-		fprintf(f, "Process %d: %s, %d state%s, threads stopped for %.1f ms\n", pid,
-			runtime ? runtime : "Lua", n, n == 1 ? "" : "s", pause_ms);
+		fprintf(f, "Process %d: %s, %d state%s, threads stopped for %.1f ms%s\n", pid,
+			runtime ? runtime : "Lua", n, n == 1 ? "" : "s", pause_ms,
+			n > 0 && s[0].nonblocking ? " (--nonblocking: walked while it ran)" : "");
 	for (int k = 0; k < n; k++) {
 		const struct heap_state *st = &s[k];
 		uint64_t total = 0, count = 0;
@@ -1293,6 +1335,16 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 			fprintf(f, "  not walked: %s\n", st->not_walked);
 		if (st->bad)
 			fprintf(f, "  skipped: %" PRIu64 " objects that did not validate\n", st->bad);
+		if (st->nonblocking) {
+			double pct = st->vm_bytes ? 100.0 * (double)total / (double)st->vm_bytes : 0;
+			fprintf(f, "  nonblocking: %" PRIu64 " objects skipped, %" PRIu64 " changed while read\n",
+				st->bad, st->changed);
+			if (!st->vm_bytes_how || pct < 100.0 - HEAP_NB_TOLERANCE_PCT ||
+			    pct > 100.0 + HEAP_NB_TOLERANCE_PCT)
+				fprintf(f, "  FLAGGED: the total walked is %.2f %% of the VM's count, outside the "
+					"%.0f %% a running target is allowed (--nonblocking)\n",
+					pct, HEAP_NB_TOLERANCE_PCT);
+		}
 		if (st->cut)
 			fprintf(f, "  PARTIAL: the walk stopped at %s\n", st->cut);
 		if (st->ntables) {
@@ -1385,6 +1437,7 @@ int heap_walk_states(const uint64_t *addrs, int n, unsigned flags,
 		heap_state_init(&s[k], addrs[i]);
 		s[k].want_names = (flags & HEAP_WANT_NAMES) != 0;
 		s[k].mem_limit = left ? left : (HEAP_FLAGS_MAX_MIB(flags) ? 1 : 0);
+		s[k].nonblocking = (flags & HEAP_NONBLOCKING) != 0;
 		int rc = walk(ctx, addrs[i], &s[k]);
 		if (left) {   /* the next state gets what this one left */
 			uint64_t used = (uint64_t)s[k].nn * (HEAP_COST_NODE + (s[k].want_names ? HEAP_COST_NAMED : 0)) +
@@ -1396,8 +1449,13 @@ int heap_walk_states(const uint64_t *addrs, int n, unsigned flags,
 			heap_state_free(&s[k]);
 			continue;
 		}
-		msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)addrs[i],
-			  (unsigned long long)s[k].objects, (unsigned long long)s[k].bad);
+		if (s[k].nonblocking)
+			msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped, %llu changed while read",
+				  (unsigned long long)addrs[i], (unsigned long long)s[k].objects,
+				  (unsigned long long)s[k].bad, (unsigned long long)s[k].changed);
+		else
+			msg_debug(1, "heap: state 0x%llx: %llu objects, %llu skipped", (unsigned long long)addrs[i],
+				  (unsigned long long)s[k].objects, (unsigned long long)s[k].bad);
 		k++;
 	}
 	if (k == 0) {

@@ -40,6 +40,14 @@ enum heap_type {
 const char *heap_type_name(int t);
 
 #define HEAP_WANT_NAMES 0x1     /* vm_ops.heap flag: name every node (heap_node_name) */
+/* vm_ops.heap flag: the target runs during the walk (--nonblocking):
+ * after each object of a list is read (through the block cache), its
+ * first 16 bytes are read again live (heap_recheck) and counted in
+ * heap_state.changed when they differ. docs/heap.md §11. */
+#define HEAP_NONBLOCKING 0x2
+/* --nonblocking: a walked total further than this many percent from the
+ * VM's own count is flagged in the summary. */
+#define HEAP_NB_TOLERANCE_PCT 5.0
 /* vm_ops.heap flags: the MiB luaspy's object graphs (all states) may
  * take, at most 2^24 - 1 (0: no bound); past it a state's graph is cut
  * (graph_cut, naming the bound): counts stay whole, no paths or
@@ -130,6 +138,8 @@ struct heap_state {
 	const char *vm_bytes_how;    /* static text naming it ("totalbytes + GCdebt"), NULL: unknown */
 	const char *not_walked;      /* static text: what is in the VM's count but not walked */
 	uint64_t bad;                /* objects whose header or size did not validate (skipped) */
+	uint64_t changed;            /* HEAP_NONBLOCKING: objects whose header changed while read */
+	int nonblocking;             /* walked with HEAP_NONBLOCKING (the target ran) */
 	const char *cut;             /* static text: the bound that stopped the walk, or NULL */
 	struct heap_top_table tables[HEAP_TOP];
 	int ntables;
@@ -341,6 +351,19 @@ void heap_print_text(FILE *f, int pid, const char *runtime, const struct heap_st
 		     double pause_ms);
 
 /* ---- helpers the walkers share ------------------------------------------ */
+
+/* --nonblocking: read the 16 bytes at object O again through LIVE (the
+ * uncached reader) into NOW16 and compare them with H16, as the walk
+ * read them, bytes MARKED (the collector's colour) and VOLATILE (a
+ * table's metamethod cache: PUC flags, LuaJIT nomm) aside; a difference
+ * or a failed read counts one in S->changed (the list link, the type or
+ * the first size fields moved while the walk read the object). Returns
+ * 0 (same), 1 (changed: NOW16 holds the live bytes) or -1 (unreadable:
+ * freed and unmapped). The walkers go on along the live link when the
+ * type byte TT is the same (the collector relinked it), and end the
+ * list otherwise. */
+int heap_recheck(struct heap_state *s, struct mem *live, uint64_t o, const uint8_t *h16, int marked,
+		 int volatile_off, uint8_t *now16);
 
 /* Walk each of the N states at ADDRS with WALK(CTX, addr, state) into a
  * new array *OUT (want_names from FLAGS' HEAP_WANT_NAMES); a state whose

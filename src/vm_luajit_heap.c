@@ -12,6 +12,7 @@
 #include <string.h>
 #include "err.h"
 #include "heap.h"
+#include "target.h"
 #include "intern.h"
 #include "msg.h"
 #include "vm_luajit.h"
@@ -36,6 +37,7 @@ struct lh {
 	struct heap_state *s;
 	uint64_t g, mainth;
 	unsigned gr;                   /* GC reference bytes: 8 or 4 */
+	struct mem *live;              /* HEAP_NONBLOCKING: the uncached reader, else NULL */
 };
 
 static int lh_ptr_ok(uint64_t p)
@@ -253,7 +255,19 @@ static void walk_list(struct lh *h, uint64_t head, int circular)
 			h->s->bad++;
 			return;
 		}
+		uint64_t bad0 = h->s->bad;
 		add_object(h, o, b);
+		if (h->live) {
+			/* marked just before gct, a table's nomm just after; an
+			 * object that changed type or failed to validate was
+			 * freed: the rest of the list is not trusted */
+			uint8_t now[16];
+			int rc = heap_recheck(h->s, h->live, o, b, h->ol->gct - 1, h->ol->gct + 1, now);
+			if (rc < 0 || (rc > 0 && now[h->ol->gct] != b[h->ol->gct]) || h->s->bad > bad0)
+				return;
+			if (rc > 0)
+				memcpy(b, now, sizeof now);
+		}
 		if (circular && o == head)
 			return;
 		o = rdref(h, b, 0);
@@ -553,13 +567,14 @@ static void root_edges(struct lh *h, const uint8_t *gb)
 struct walk_ctx {
 	struct vm *vm;
 	struct mem *m;
+	struct mem *live;   /* HEAP_NONBLOCKING: T's uncached reader */
 };
 
 static int state_walk(void *ctx, uint64_t g, struct heap_state *s)
 {
 	struct vm *vm = ((struct walk_ctx *)ctx)->vm;
 	struct mem *m = ((struct walk_ctx *)ctx)->m;
-	struct lh h = { vm->lay, vm->ol, m, s, g, 0, vm->ol->gcref };
+	struct lh h = { vm->lay, vm->ol, m, s, g, 0, vm->ol->gcref, ((struct walk_ctx *)ctx)->live };
 	const struct lj_layout *lay = vm->lay;
 	uint8_t gb[1024];
 	if (lay->g_registrytv + 16 > (int)sizeof gb || mem_read(m, g, gb, sizeof gb) < 0)
@@ -621,7 +636,6 @@ static int state_walk(void *ctx, uint64_t g, struct heap_state *s)
 
 int lj_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, struct heap_state **out)
 {
-	(void)t;
-	struct walk_ctx w = { vm, m };
+	struct walk_ctx w = { vm, m, (flags & HEAP_NONBLOCKING) ? &t->mem.base : NULL };
 	return heap_walk_states(vm->found.g, vm->found.ng, flags, state_walk, &w, out);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "err.h"
 #include "heap.h"
+#include "target.h"
 #include "msg.h"
 #include "vm_puc_int.h"
 
@@ -29,6 +30,7 @@ struct ph {
 	struct vm *vm;                 /* its CallInfo reader and Proto cache name locals */
 	const struct puc_layout *lay;
 	struct mem *m;
+	struct mem *live;              /* HEAP_NONBLOCKING: the uncached reader, else NULL */
 	struct heap_state *s;
 	uint64_t g, L;                 /* global_State, main thread */
 	unsigned tt_proto, tt_uv;      /* 0: not a GC object (5.3 upvalues) */
@@ -369,8 +371,20 @@ static void walk_list(struct ph *p, uint64_t head, int circular)
 			p->s->bad++;
 			return;
 		}
+		uint64_t bad0 = p->s->bad;
 		if (add_object(p, o, h[8]) < 0)
 			return;
+		if (p->live) {
+			/* tt at 8, marked at 9, a table's flags at 10; an object
+			 * that changed type or failed to validate was freed: the
+			 * rest of the list is not trusted */
+			uint8_t now[16];
+			int rc = heap_recheck(p->s, p->live, o, h, 9, 10, now);
+			if (rc < 0 || (rc > 0 && now[8] != h[8]) || p->s->bad > bad0)
+				return;
+			if (rc > 0)
+				memcpy(h, now, sizeof h);
+		}
 		if (circular && o == head)
 			return;
 		o = g64(h, 0);
@@ -714,7 +728,7 @@ static void root_edges(struct ph *p, const uint8_t *lb, const uint8_t *gb)
 
 /* ---- one state ---------------------------------------------------------------- */
 
-static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap_state *s)
+static int heap_state_walk(struct vm *vm, struct mem *m, struct mem *live, uint64_t L, struct heap_state *s)
 {
 	const struct puc_layout *l = vm->lay;
 	struct ph p;
@@ -722,6 +736,7 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 	p.vm = vm;
 	p.lay = l;
 	p.m = m;
+	p.live = live;
 	p.s = s;
 	p.L = L;
 	ph_setup(&p);
@@ -786,21 +801,21 @@ static int heap_state_walk(struct vm *vm, struct mem *m, uint64_t L, struct heap
 struct walk_ctx {
 	struct vm *vm;
 	struct mem *m;
+	struct mem *live;   /* HEAP_NONBLOCKING: T's uncached reader */
 };
 
 static int state_walk(void *ctx, uint64_t L, struct heap_state *s)
 {
 	struct walk_ctx *w = ctx;
-	return heap_state_walk(w->vm, w->m, L, s);
+	return heap_state_walk(w->vm, w->m, w->live, L, s);
 }
 
 int puc_heap(struct vm *vm, struct target *t, struct mem *m, unsigned flags, struct heap_state **out)
 {
-	(void)t;
 	if (vm->nstates == 0)
 		return -LS_E_NOTLUA;
 	if (vm->lay->minor == 2 && vm->lay->rel_hi == 0)
 		return -LS_E_UNSUPPORTED;   /* 5.2.0's global_State: not described (docs/heap.md) */
-	struct walk_ctx w = { vm, m };
+	struct walk_ctx w = { vm, m, (flags & HEAP_NONBLOCKING) ? &t->mem.base : NULL };
 	return heap_walk_states(vm->states, vm->nstates, flags, state_walk, &w, out);
 }
