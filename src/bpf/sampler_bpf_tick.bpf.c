@@ -6,8 +6,10 @@
  * jit_base, the running lua_State's header and its Lua stack window,
  * and the same for the main thread (most often the resumer of a
  * coroutine), into a ring buffer luaspy pairs with the perf sample
- * (sampler_bpf.c). Returns 1: the kernel then writes the perf sample as
- * without the program. Built with clang -target bpf; the record layout
+ * (sampler_bpf.c). For PUC Lua it copies the main lua_State, its
+ * CallInfo chain with each frame's function slot, and the same for the
+ * coroutines it resumes (puc_tick below). Returns 1: the kernel then
+ * writes the perf sample as without the program. Built with clang -target bpf; the record layout
  * is sampler_bpf_rec.h; docs/sampling.md §8. */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -101,6 +103,149 @@ static __always_inline __u32 copy_thread(const struct lsbpf_cfg *c, struct lsbpf
 	return len;
 }
 
+/* ---- PUC Lua -------------------------------------------------------------- */
+
+/* What the walker (vm_puc_walk.c: find_cands, capture_state,
+ * puc_read_chain, puc_resume_child) reads that changes as the thread runs
+ * on: each lua_State (status, ci, errorJmp, savedpc), its CallInfo chain
+ * (5.2-5.4 a list from L->ci through previous to &L->base_ci; 5.1 the
+ * array base_ci..ci, lstate.c/ldo.c), each frame's function slot and the
+ * one above it (coroutine.resume's argument), from the main state down
+ * the coroutines resumed. Copied as chunks, one bpf_loop step each (the
+ * verifier checks the step once, not every iteration). A chunk is a copy
+ * of target memory at the tick whatever it turns out to be: copying one
+ * too many (a thread passed to a C function that does not resume it)
+ * costs room, never a wrong read. */
+struct puc_walk {
+	__u32 pid;
+	__u32 pos;       /* bytes of the record's data used */
+	__u32 depth;     /* lua_States done */
+	__u32 nci;       /* CallInfos copied of the current one */
+	__u32 cut;       /* a chain not copied whole */
+	__u32 pad;
+	__u64 L;         /* current lua_State, 0: done */
+	__u64 ci;        /* next CallInfo to copy; 0: the state's header first */
+	__u64 base;      /* where the chain ends (5.1: base_ci; 5.2+: &L->base_ci) */
+	__u64 inner;     /* L->ci: the innermost CallInfo */
+};
+
+static __always_inline __u64 rd64u(__u64 a)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, 8, (const void *)a);
+	return v;
+}
+
+/* Append LEN bytes at target ADDR to R's data as a chunk. 0 or -1
+ * (unreadable, too long, or the data full: W->cut). */
+static __always_inline int put(struct lsbpf_rec *r, struct puc_walk *w, __u64 addr, __u32 len)
+{
+	__u32 p = w->pos;
+	if (p > LSBPF_DATA_BYTES - sizeof(struct lsbpf_chunk) - LSBPF_CHUNK_MAX) {
+		w->cut = 1;
+		return -1;
+	}
+	if (len == 0 || len > LSBPF_CHUNK_MAX || !addr)
+		return -1;
+	if (bpf_probe_read_user(r->data + p + sizeof(struct lsbpf_chunk), len, (const void *)addr) < 0)
+		return -1;
+	struct lsbpf_chunk *h = (struct lsbpf_chunk *)(r->data + p);
+	h->addr = addr;
+	h->len = len;
+	h->pad = 0;
+	w->pos = p + sizeof *h + ((len + 7) & ~7u);
+	return 0;
+}
+
+static __always_inline unsigned tv_tt(const struct lsbpf_cfg *c, const unsigned char *tv)
+{
+	unsigned t = 0;
+	if (c->p_tt_size == 1)
+		return tv[8];
+	__builtin_memcpy(&t, tv + 8, 4);
+	return t;
+}
+
+/* The coroutine that the frame at CI (C function: coroutine.resume's
+ * argument, coroutine.wrap's upvalue) runs, or 0. */
+static __always_inline __u64 puc_child(const struct lsbpf_cfg *c, __u64 ci)
+{
+	unsigned char tv[32];
+	__u64 func = rd64u(ci + c->p_ci_func), v = 0;
+	if (!func || bpf_probe_read_user(tv, 32, (const void *)func) < 0)
+		return 0;
+	unsigned t0 = tv_tt(c, tv), t1 = tv_tt(c, tv + 16);
+	if (t0 != c->p_tag_lcf && t0 != c->p_tag_ccl)
+		return 0;
+	if (t1 == c->p_tag_thread) {
+		__builtin_memcpy(&v, tv + 16, 8);
+		return v;
+	}
+	if (t0 != c->p_tag_ccl)
+		return 0;
+	__builtin_memcpy(&v, tv, 8);
+	if (!v || bpf_probe_read_user(tv, 16, (const void *)(v + c->p_ccl_upvalue)) < 0 ||
+	    tv_tt(c, tv) != c->p_tag_thread)
+		return 0;
+	__builtin_memcpy(&v, tv, 8);
+	return v;
+}
+
+/* One bpf_loop step: a lua_State's header, or one CallInfo and its
+ * function slot, or the move to the coroutine resumed. 0 goes on, 1
+ * stops. */
+static long puc_step(__u64 i, void *arg)
+{
+	struct puc_walk *w = arg;
+	__u32 zero = 0, pid = w->pid;
+	struct lsbpf_rec *r = bpf_map_lookup_elem(&lsbpf_scratch, &zero);
+	const struct lsbpf_cfg *c = bpf_map_lookup_elem(&lsbpf_cfg, &pid);
+	(void)i;
+	if (!r || !c || !w->L)
+		return 1;
+	if (!w->ci) {
+		if (put(r, w, w->L, c->p_L_size) < 0)
+			return 1;
+		w->ci = w->inner = rd64u(w->L + c->p_L_ci);
+		w->base = c->puc51 ? rd64u(w->L + c->p_L_base_ci) : w->L + c->p_L_base_ci;
+		w->nci = 0;
+		return w->ci ? 0 : 1;
+	}
+	int more = c->puc51 ? w->ci > w->base : w->ci != w->base;
+	if (more && w->nci < LSBPF_PUC_CI) {
+		__u64 ci = w->ci;
+		if (put(r, w, ci, c->p_ci_size) < 0)
+			return 1;
+		put(r, w, rd64u(ci + c->p_ci_func), 32);
+		w->nci++;
+		w->ci = c->puc51 ? ci - c->p_ci_size : rd64u(ci + c->p_ci_previous);
+		return w->ci ? 0 : 1;
+	}
+	if (more)
+		w->cut = 1;
+	__u64 child = puc_child(c, w->inner);
+	if (++w->depth >= LSBPF_PUC_DEPTH || child == w->L) {
+		w->cut |= child != 0;
+		return 1;
+	}
+	w->L = child;
+	w->ci = 0;
+	return child ? 0 : 1;
+}
+
+static __always_inline void puc_tick(struct lsbpf_rec *r, const struct lsbpf_cfg *c, __u32 pid)
+{
+	struct puc_walk w = { .pid = pid, .L = c->g };
+	r->flags = LSBPF_FL_PUC;
+	bpf_loop(LSBPF_PUC_STEPS, puc_step, &w, 0);
+	if (w.cut)
+		r->flags |= LSBPF_FL_PUC_CUT;
+	__u64 size = __builtin_offsetof(struct lsbpf_rec, data) + (__u64)w.pos;
+	if (size > sizeof *r)
+		size = sizeof *r;
+	bpf_ringbuf_output(&lsbpf_ring, r, size, 0);
+}
+
 SEC("perf_event")
 int lsbpf_tick(struct bpf_perf_event_data *ctx)
 {
@@ -118,6 +263,10 @@ int lsbpf_tick(struct bpf_perf_event_data *ctx)
 	r->g = c->g;
 	r->th[0].L = r->th[1].L = 0;
 	r->th[0].len = r->th[1].len = 0;
+	if (c->kind == LSBPF_KIND_PUC) {
+		puc_tick(r, c, pid);
+		return 1;
+	}
 	__u32 gl = c->g_cur_len;
 	if (gl > sizeof r->gcur)
 		gl = sizeof r->gcur;
