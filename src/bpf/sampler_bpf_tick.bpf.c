@@ -117,28 +117,23 @@ static __always_inline __u32 copy_thread(const struct lsbpf_cfg *c, struct lsbpf
  * too many (a thread passed to a C function that does not resume it)
  * costs room, never a wrong read. */
 struct puc_walk {
-	__u32 pid;
 	__u32 pos;       /* bytes of the record's data used */
 	__u32 depth;     /* lua_States done */
 	__u32 nci;       /* CallInfos copied of the current one */
 	__u32 cut;       /* a chain not copied whole */
+	__s32 inner_at;  /* data offset of the innermost frame's function slot, -1 */
 	__u32 pad;
 	__u64 L;         /* current lua_State, 0: done */
 	__u64 ci;        /* next CallInfo to copy; 0: the state's header first */
 	__u64 base;      /* where the chain ends (5.1: base_ci; 5.2+: &L->base_ci) */
-	__u64 inner;     /* L->ci: the innermost CallInfo */
+	struct lsbpf_cfg c; /* the process's (a copy: no map lookup per step) */
 };
 
-static __always_inline __u64 rd64u(__u64 a)
-{
-	__u64 v = 0;
-	bpf_probe_read_user(&v, 8, (const void *)a);
-	return v;
-}
-
-/* Append LEN bytes at target ADDR to R's data as a chunk. 0 or -1
- * (unreadable, too long, or the data full: W->cut). */
-static __always_inline int put(struct lsbpf_rec *r, struct puc_walk *w, __u64 addr, __u32 len)
+/* Append LEN bytes at target ADDR to R's data as a chunk. Returns the
+ * offset of its bytes in R->data (at most LSBPF_DATA_BYTES -
+ * LSBPF_CHUNK_MAX), or -1 (unreadable, too long, or the data full:
+ * W->cut). */
+static __always_inline long put(struct lsbpf_rec *r, struct puc_walk *w, __u64 addr, __u32 len)
 {
 	__u32 p = w->pos;
 	if (p > LSBPF_DATA_BYTES - sizeof(struct lsbpf_chunk) - LSBPF_CHUNK_MAX) {
@@ -154,7 +149,18 @@ static __always_inline int put(struct lsbpf_rec *r, struct puc_walk *w, __u64 ad
 	h->len = len;
 	h->pad = 0;
 	w->pos = p + sizeof *h + ((len + 7) & ~7u);
-	return 0;
+	return p + sizeof *h;
+}
+
+/* 8 bytes at OFF of the chunk whose bytes start at AT (put's return);
+ * OFF past the chunk's longest possible length gives 0 */
+static __always_inline __u64 get64(const struct lsbpf_rec *r, long at, __u32 off)
+{
+	__u64 v = 0;
+	if (at < 0 || at > LSBPF_DATA_BYTES - LSBPF_CHUNK_MAX || off > LSBPF_CHUNK_MAX - 8)
+		return 0;
+	__builtin_memcpy(&v, r->data + at + off, 8);
+	return v;
 }
 
 static __always_inline unsigned tv_tt(const struct lsbpf_cfg *c, const unsigned char *tv)
@@ -166,14 +172,16 @@ static __always_inline unsigned tv_tt(const struct lsbpf_cfg *c, const unsigned 
 	return t;
 }
 
-/* The coroutine that the frame at CI (C function: coroutine.resume's
- * argument, coroutine.wrap's upvalue) runs, or 0. */
-static __always_inline __u64 puc_child(const struct lsbpf_cfg *c, __u64 ci)
+/* The coroutine that the innermost frame (a C function: coroutine.resume's
+ * argument, coroutine.wrap's upvalue) runs, or 0. AT: its function
+ * slot's copy (32 bytes: the slot and the one above). */
+static __always_inline __u64 puc_child(const struct lsbpf_rec *r, const struct lsbpf_cfg *c, long at)
 {
 	unsigned char tv[32];
-	__u64 func = rd64u(ci + c->p_ci_func), v = 0;
-	if (!func || bpf_probe_read_user(tv, 32, (const void *)func) < 0)
+	__u64 v = 0;
+	if (at < 0 || at > LSBPF_DATA_BYTES - LSBPF_CHUNK_MAX)
 		return 0;
+	__builtin_memcpy(tv, r->data + at, 32);
 	unsigned t0 = tv_tt(c, tv), t1 = tv_tt(c, tv + 16);
 	if (t0 != c->p_tag_lcf && t0 != c->p_tag_ccl)
 		return 0;
@@ -197,33 +205,38 @@ static __always_inline __u64 puc_child(const struct lsbpf_cfg *c, __u64 ci)
 static long puc_step(__u64 i, void *arg)
 {
 	struct puc_walk *w = arg;
-	__u32 zero = 0, pid = w->pid;
+	const struct lsbpf_cfg *c = &w->c;
+	__u32 zero = 0;
 	struct lsbpf_rec *r = bpf_map_lookup_elem(&lsbpf_scratch, &zero);
-	const struct lsbpf_cfg *c = bpf_map_lookup_elem(&lsbpf_cfg, &pid);
 	(void)i;
-	if (!r || !c || !w->L)
+	if (!r || !w->L)
 		return 1;
 	if (!w->ci) {
-		if (put(r, w, w->L, c->p_L_size) < 0)
+		long at = put(r, w, w->L, c->p_L_size);
+		if (at < 0)
 			return 1;
-		w->ci = w->inner = rd64u(w->L + c->p_L_ci);
-		w->base = c->puc51 ? rd64u(w->L + c->p_L_base_ci) : w->L + c->p_L_base_ci;
+		w->ci = get64(r, at, c->p_L_ci);
+		w->base = c->puc51 ? get64(r, at, c->p_L_base_ci) : w->L + c->p_L_base_ci;
 		w->nci = 0;
+		w->inner_at = -1;
 		return w->ci ? 0 : 1;
 	}
 	int more = c->puc51 ? w->ci > w->base : w->ci != w->base;
 	if (more && w->nci < LSBPF_PUC_CI) {
 		__u64 ci = w->ci;
-		if (put(r, w, ci, c->p_ci_size) < 0)
+		long at = put(r, w, ci, c->p_ci_size);
+		if (at < 0)
 			return 1;
-		put(r, w, rd64u(ci + c->p_ci_func), 32);
+		long fat = put(r, w, get64(r, at, c->p_ci_func), 32);
+		if (!w->nci)
+			w->inner_at = (__s32)fat;
 		w->nci++;
-		w->ci = c->puc51 ? ci - c->p_ci_size : rd64u(ci + c->p_ci_previous);
+		w->ci = c->puc51 ? ci - c->p_ci_size : get64(r, at, c->p_ci_previous);
 		return w->ci ? 0 : 1;
 	}
 	if (more)
 		w->cut = 1;
-	__u64 child = puc_child(c, w->inner);
+	__u64 child = puc_child(r, c, w->inner_at);
 	if (++w->depth >= LSBPF_PUC_DEPTH || child == w->L) {
 		w->cut |= child != 0;
 		return 1;
@@ -233,9 +246,10 @@ static long puc_step(__u64 i, void *arg)
 	return child ? 0 : 1;
 }
 
-static __always_inline void puc_tick(struct lsbpf_rec *r, const struct lsbpf_cfg *c, __u32 pid)
+static __always_inline void puc_tick(struct lsbpf_rec *r, const struct lsbpf_cfg *c)
 {
-	struct puc_walk w = { .pid = pid, .L = c->g };
+	struct puc_walk w = { .L = c->g, .inner_at = -1 };
+	__builtin_memcpy(&w.c, c, sizeof w.c);
 	r->flags = LSBPF_FL_PUC;
 	bpf_loop(LSBPF_PUC_STEPS, puc_step, &w, 0);
 	if (w.cut)
@@ -264,7 +278,7 @@ int lsbpf_tick(struct bpf_perf_event_data *ctx)
 	r->th[0].L = r->th[1].L = 0;
 	r->th[0].len = r->th[1].len = 0;
 	if (c->kind == LSBPF_KIND_PUC) {
-		puc_tick(r, c, pid);
+		puc_tick(r, c);
 		return 1;
 	}
 	__u32 gl = c->g_cur_len;
