@@ -257,7 +257,7 @@ static __always_inline void puc_tick(struct lsbpf_rec *r, const struct lsbpf_cfg
 	__u64 size = __builtin_offsetof(struct lsbpf_rec, data) + (__u64)w.pos;
 	if (size > sizeof *r)
 		size = sizeof *r;
-	bpf_ringbuf_output(&lsbpf_ring, r, size, 0);
+	bpf_ringbuf_output(&lsbpf_ring, r, size, BPF_RB_NO_WAKEUP);
 }
 
 SEC("perf_event")
@@ -315,6 +315,6 @@ int lsbpf_tick(struct bpf_perf_event_data *ctx)
 	__u64 size = __builtin_offsetof(struct lsbpf_rec, data) + (n1 ? LSBPF_STACK0_MAX + n1 : n0);
 	if (size > sizeof *r)
 		size = sizeof *r;
-	bpf_ringbuf_output(&lsbpf_ring, r, size, 0);
+	bpf_ringbuf_output(&lsbpf_ring, r, size, BPF_RB_NO_WAKEUP);
 	return 1;
 }
