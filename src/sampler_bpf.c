@@ -266,9 +266,11 @@ int sampler_bpf_config(struct sampler_bpf *b, pid_t pid, const struct lsbpf_cfg 
 	}
 #endif
 	if (c.kind == LSBPF_KIND_PUC)
-		msg_debug(1, "pid %d: eBPF tick copy of lua_State 0x%llx and the coroutines it "
-			  "resumes (%d deep: headers, %d CallInfos each with their function "
+		msg_debug(1, "pid %d: eBPF tick copy of lua_State 0x%llx%s and the coroutines "
+			  "%s (%d deep: headers, %d CallInfos each with their function "
 			  "slots, %u bytes in all)", (int)pid, (unsigned long long)c.g,
+			  c.p_nstates > 1 ? " and other main states" : "",
+			  c.p_nstates > 1 ? "they resume" : "it resumes",
 			  LSBPF_PUC_DEPTH, LSBPF_PUC_CI, LSBPF_DATA_BYTES);
 	else
 		msg_debug(1, "pid %d: eBPF tick copy of state 0x%llx (cur_L and main thread: header, "

@@ -31,6 +31,10 @@ int sampler_bpf_puc_cfg(const struct target *t, struct lsbpf_cfg *c)
 	c->p_tag_ccl = lay->tag_ccl;
 	c->p_tag_thread = lay->tag_thread;
 	c->p_ccl_upvalue = (unsigned)lay->ccl_upvalue;
+	c->p_L_errorJmp = (unsigned)lay->L_errorJmp;
+	for (int i = 0; i < vm->nstates && c->p_nstates < LSBPF_PUC_STATES; i++)
+		if (ptr_ok(vm->states[i]))
+			c->p_states[c->p_nstates++] = vm->states[i];
 	if (lay->L_size > (int)LSBPF_CHUNK_MAX || lay->ci_size > (int)LSBPF_CHUNK_MAX ||
 	    (!c->puc51 && lay->ci_previous < 0))
 		return 0;

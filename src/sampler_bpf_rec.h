@@ -18,10 +18,13 @@
 /* PUC Lua (LSBPF_KIND_PUC): the data is a list of chunks, each a struct
  * lsbpf_chunk and LEN bytes of target memory, padded to 8 */
 #define LSBPF_CHUNK_MAX 256u        /* bytes of one chunk (a lua_State is <= 208) */
-#define LSBPF_PUC_DEPTH 4           /* lua_States copied per tick: the main state and
-                                     * the coroutines it resumes, innermost last */
+#define LSBPF_PUC_STATES 4          /* main lua_States configured per process */
+#define LSBPF_PUC_DEPTH 4           /* lua_States copied per main state: it and the
+                                     * coroutines it resumes, innermost last */
 #define LSBPF_PUC_CI 64             /* CallInfos copied per lua_State */
-#define LSBPF_PUC_STEPS (LSBPF_PUC_DEPTH * (LSBPF_PUC_CI + 2)) /* bpf_loop steps */
+#define LSBPF_PUC_STEPS (LSBPF_PUC_STATES * LSBPF_PUC_DEPTH * (LSBPF_PUC_CI + 2)) /* bpf_loop steps */
+#define LSBPF_PUC_EJ_SPAN (64ull << 20) /* an errorJmp this far above the tick's rsp
+                                     * may be on the ticked thread's stack */
 #define LSBPF_KIND_LUAJIT 0
 #define LSBPF_KIND_PUC 1
 
@@ -53,7 +56,8 @@ struct lsbpf_cfg {
 	unsigned int L_base;         /* base (TValue *) */
 	unsigned int L_stacksize;    /* stacksize (u32, slots) */
 	unsigned int g_jit_base;     /* offset of jit_base (MRef) */
-	/* PUC Lua (kind LSBPF_KIND_PUC): G is the main lua_State; offsets
+	/* PUC Lua (kind LSBPF_KIND_PUC): G is the first main lua_State,
+	 * P_STATES all of them (P_NSTATES, G first); offsets
 	 * and tags from the walker's layout row (vm_puc_layout.c, through
 	 * sampler_bpf_puc.c) */
 	unsigned int kind;           /* LSBPF_KIND_* */
@@ -67,7 +71,10 @@ struct lsbpf_cfg {
 	unsigned int p_tt_size;      /* TValue tag: 4 or 1 bytes at +8 */
 	unsigned int p_tag_lcf, p_tag_ccl, p_tag_thread;
 	unsigned int p_ccl_upvalue;  /* CClosure upvalue[0] (coroutine.wrap's thread) */
+	unsigned int p_L_errorJmp;   /* errorJmp (struct lua_longjmp *, on a C stack) */
+	unsigned int p_nstates;      /* main states in P_STATES (<= LSBPF_PUC_STATES) */
 	unsigned int pad2;
+	unsigned long long p_states[LSBPF_PUC_STATES];
 };
 
 /* One chunk of a PUC record's data: LEN bytes at target ADDR follow. */
