@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "err.h"
 #include "msg.h"
 #include "sampler_bpf.h"
@@ -150,7 +151,10 @@ int sampler_bpf_open(struct sampler_bpf **out, char *why, size_t whylen)
 	}
 	int rc = bpf_object__load(b->obj);
 	if (rc < 0) {
+		/* as root, EACCES and E2BIG are the verifier's: not privileges */
+		int verifier = geteuid() == 0 && (rc == -EACCES || rc == -E2BIG);
 		snprintf(why, whylen, "eBPF program not loaded: %s%s", strerror(-rc),
+			 verifier ? " (refused by the kernel's verifier; -vv shows its log)" :
 			 rc == -EPERM || rc == -EACCES ? " (needs root or CAP_BPF and CAP_PERFMON)" : "");
 		goto fail;
 	}
