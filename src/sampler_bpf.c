@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "err.h"
 #include "msg.h"
 #include "sampler_bpf.h"
@@ -27,6 +28,7 @@ struct ring_buffer;
 #endif
 
 #define POOL 64                    /* records waiting for their perf sample */
+#define MAX_CHUNKS (LSBPF_DATA_BYTES / (sizeof(struct lsbpf_chunk) + 8))
 #define PAIR_NS 200000ull          /* a record and its sample are at most this apart
                                     * (measured: docs/sampling.md §8); a thread's
                                     * ticks are 1/rate s of its CPU time apart */
@@ -45,8 +47,12 @@ struct sampler_bpf {
 	struct lsbpf_rec *pool;    /* POOL records */
 	int used[POOL];            /* 1: slot holds a record */
 	uint64_t seq[POOL];        /* arrival order, for eviction */
+	size_t plen[POOL];         /* bytes of data written (PUC chunks) */
 	uint64_t nseq;
 	struct mem_overlay ov;     /* the last pair's */
+	/* a PUC record's chunks (its ov reads them: chunks_read) */
+	struct { uint64_t addr; const uint8_t *data; size_t len; } ch[MAX_CHUNKS];
+	int nch;
 	struct bpf_tick_counts c;
 };
 
@@ -119,6 +125,7 @@ int sampler_bpf_feed(struct sampler_bpf *b, const void *data, size_t len)
 		return -1;
 	b->used[k] = 1;
 	b->seq[k] = ++b->nseq;
+	b->plen[k] = len - head;
 	return 0;
 }
 
@@ -144,7 +151,10 @@ int sampler_bpf_open(struct sampler_bpf **out, char *why, size_t whylen)
 	}
 	int rc = bpf_object__load(b->obj);
 	if (rc < 0) {
+		/* as root, EACCES and E2BIG are the verifier's: not privileges */
+		int verifier = geteuid() == 0 && (rc == -EACCES || rc == -E2BIG);
 		snprintf(why, whylen, "eBPF program not loaded: %s%s", strerror(-rc),
+			 verifier ? " (refused by the kernel's verifier; -vv shows its log)" :
 			 rc == -EPERM || rc == -EACCES ? " (needs root or CAP_BPF and CAP_PERFMON)" : "");
 		goto fail;
 	}
@@ -205,7 +215,13 @@ static struct proc_cfg *proc_find(struct sampler_bpf *b, pid_t pid)
 
 int sampler_bpf_target(struct sampler_bpf *b, pid_t pid, struct target *t)
 {
-	if (!t || !t->vm || !t->vm_ops || strcmp(t->vm_ops->family, "luajit"))
+	if (!t || !t->vm || !t->vm_ops)
+		return 0;
+	if (!strcmp(t->vm_ops->family, "puc")) {
+		struct lsbpf_cfg c;
+		return sampler_bpf_puc_cfg(t, &c) ? sampler_bpf_config(b, pid, &c) : 0;
+	}
+	if (strcmp(t->vm_ops->family, "luajit"))
 		return 0;
 	const struct vm *vm = t->vm;
 	if (vm->found.ng < 1)
@@ -219,6 +235,7 @@ int sampler_bpf_target(struct sampler_bpf *b, pid_t pid, struct target *t)
 	c.g_cur_L = l->g_cur_L;
 	c.g_jit_base = l->g_jit_base;
 	c.g_cur_len = (unsigned)(l->g_jit_base - l->g_cur_L + ol->gcref);
+	c.kind = LSBPF_KIND_LUAJIT;
 	c.g_mainthref = l->g_mainthref;
 	c.gcref = ol->gcref;
 	c.hdr_len = ol->L_stacksize + 4u;
@@ -252,9 +269,17 @@ int sampler_bpf_config(struct sampler_bpf *b, pid_t pid, const struct lsbpf_cfg 
 		return -LS_E_UNSUPPORTED;
 	}
 #endif
-	msg_debug(1, "pid %d: eBPF tick copy of state 0x%llx (cur_L and main thread: header, "
-		  "%u and %u bytes of Lua stack)", (int)pid, (unsigned long long)c.g,
-		  LSBPF_STACK0_MAX, LSBPF_STACK1_MAX);
+	if (c.kind == LSBPF_KIND_PUC)
+		msg_debug(1, "pid %d: eBPF tick copy of lua_State 0x%llx%s and the coroutines "
+			  "%s (%d deep: headers, %d CallInfos each with their function "
+			  "slots, %u bytes in all)", (int)pid, (unsigned long long)c.g,
+			  c.p_nstates > 1 ? " and other main states" : "",
+			  c.p_nstates > 1 ? "they resume" : "it resumes",
+			  LSBPF_PUC_DEPTH, LSBPF_PUC_CI, LSBPF_DATA_BYTES);
+	else
+		msg_debug(1, "pid %d: eBPF tick copy of state 0x%llx (cur_L and main thread: header, "
+			  "%u and %u bytes of Lua stack)", (int)pid, (unsigned long long)c.g,
+			  LSBPF_STACK0_MAX, LSBPF_STACK1_MAX);
 	return 1;
 }
 
@@ -298,6 +323,64 @@ static int pick(struct sampler_bpf *b, pid_t tid, uint64_t time_ns)
 	return best;
 }
 
+/* The overlay's read for a PUC record: from the chunk covering each
+ * address (chunks may overlap: they copy the same tick), else from UNDER
+ * up to the next chunk. */
+static ssize_t chunks_read(struct mem *m, uint64_t addr, void *buf, size_t len)
+{
+	struct sampler_bpf *b = (struct sampler_bpf *)((char *)m - offsetof(struct sampler_bpf, ov));
+	struct mem *under = b->ov.under;
+	size_t got = 0;
+	while (got < len) {
+		uint64_t a = addr + got, next = UINT64_MAX;
+		int hit = -1;
+		for (int k = 0; k < b->nch && hit < 0; k++) {
+			if (a >= b->ch[k].addr && a - b->ch[k].addr < b->ch[k].len)
+				hit = k;
+			else if (b->ch[k].addr > a && b->ch[k].addr < next)
+				next = b->ch[k].addr;
+		}
+		if (hit >= 0) {
+			size_t off = (size_t)(a - b->ch[hit].addr), n = b->ch[hit].len - off;
+			if (n > len - got)
+				n = len - got;
+			memcpy((char *)buf + got, b->ch[hit].data + off, n);
+			got += n;
+			continue;
+		}
+		size_t n = len - got;
+		if (next != UINT64_MAX && next - a < n)
+			n = (size_t)(next - a);
+		ssize_t r = under->read(under, a, (char *)buf + got, n);
+		if (r < 0)
+			return got ? (ssize_t)got : r;
+		got += (size_t)r;
+		if ((size_t)r < n)
+			break;
+	}
+	return (ssize_t)got;
+}
+
+/* B->ch from PUC record R (LEN bytes of data written): each chunk's
+ * header and bytes must lie in them; the list ends at the first that
+ * does not. */
+static void chunks_parse(struct sampler_bpf *b, const struct lsbpf_rec *r, size_t len)
+{
+	size_t p = 0, hd = sizeof(struct lsbpf_chunk);
+	b->nch = 0;
+	while (b->nch < (int)MAX_CHUNKS && len >= hd && p <= len - hd) {
+		struct lsbpf_chunk h;
+		memcpy(&h, r->data + p, hd);
+		if (!h.len || h.len > LSBPF_CHUNK_MAX || h.len > len - p - hd || h.addr + h.len < h.addr)
+			break;
+		b->ch[b->nch].addr = h.addr;
+		b->ch[b->nch].data = r->data + p + hd;
+		b->ch[b->nch].len = h.len;
+		b->nch++;
+		p += hd + ((h.len + 7u) & ~7u);
+	}
+}
+
 struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns)
 {
 	const struct proc_cfg *p = proc_find(b, pid);
@@ -327,6 +410,13 @@ struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid
 	if (d > b->c.max_delta_ns)
 		b->c.max_delta_ns = d;
 	mem_overlay_init(&b->ov, NULL, 0, NULL, 0);
+	if (r->flags & LSBPF_FL_PUC) {
+		chunks_parse(b, r, b->plen[k]);
+		b->ov.base.read = chunks_read;
+		if (r->flags & LSBPF_FL_PUC_CUT)
+			b->c.cut++;
+		return &b->ov;
+	}
 	if (r->flags & LSBPF_FL_G) {
 		mem_overlay_add(&b->ov, r->g + c->g_vmstate, r->gvm, 4);
 		mem_overlay_add(&b->ov, r->g + c->g_cur_L, r->gcur, c->g_cur_len);

@@ -26,6 +26,7 @@
 #include "proc_mem.h"
 
 struct target;
+struct lsbpf_cfg;
 
 /* Counts for --stats. */
 struct bpf_tick_counts {
@@ -72,11 +73,15 @@ void sampler_bpf_forget(struct sampler_bpf *b, pid_t pid);
  * it), valid until the next call; NULL when there is none. */
 struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns);
 
+/* Fill C (sampler_bpf_rec.h) for T's PUC Lua VM: its first main state
+ * and the walker's layout row. 1, or 0 when there is none (no state yet,
+ * a layout the program cannot copy). sampler_bpf_puc.c. */
+int sampler_bpf_puc_cfg(const struct target *t, struct lsbpf_cfg *c);
+
 /* The counts so far. */
 const struct bpf_tick_counts *sampler_bpf_counts(const struct sampler_bpf *b);
 
 /* For tests (tests/t_sampler_bpf.c) and the paths above: */
-struct lsbpf_cfg;
 /* A B with no program loaded (pairing and overlays only): 0 or
  * -LS_E_NOMEM. Freed by sampler_bpf_close. */
 int sampler_bpf_new_unloaded(struct sampler_bpf **out);

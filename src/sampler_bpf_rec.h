@@ -14,6 +14,19 @@
 #define LSBPF_STACK1_MAX (8u << 10)  /* bytes of the main thread's */
 #define LSBPF_SLACK 256u            /* bytes copied above the highest slot in use */
 #define LSBPF_MAX_PROCS 64          /* processes configured at once */
+#define LSBPF_DATA_BYTES (LSBPF_STACK0_MAX + LSBPF_STACK1_MAX) /* a record's data */
+/* PUC Lua (LSBPF_KIND_PUC): the data is a list of chunks, each a struct
+ * lsbpf_chunk and LEN bytes of target memory, padded to 8 */
+#define LSBPF_CHUNK_MAX 256u        /* bytes of one chunk (a lua_State is <= 208) */
+#define LSBPF_PUC_STATES 4          /* main lua_States configured per process */
+#define LSBPF_PUC_DEPTH 4           /* lua_States copied per main state: it and the
+                                     * coroutines it resumes, innermost last */
+#define LSBPF_PUC_CI 64             /* CallInfos copied per lua_State */
+#define LSBPF_PUC_STEPS (LSBPF_PUC_STATES * LSBPF_PUC_DEPTH * (LSBPF_PUC_CI + 2)) /* bpf_loop steps */
+#define LSBPF_PUC_EJ_SPAN (64ull << 20) /* an errorJmp this far above the tick's rsp
+                                     * may be on the ticked thread's stack */
+#define LSBPF_KIND_LUAJIT 0
+#define LSBPF_KIND_PUC 1
 
 /* Record flags, per thread I: FL_HDR(I) its header was read, FL_STK(I)
  * its stack window, FL_CUT(I) the window did not reach down to
@@ -23,6 +36,9 @@
 #define LSBPF_FL_HDR(i)   (0x10u << (i))
 #define LSBPF_FL_STK(i)   (0x100u << (i))
 #define LSBPF_FL_CUT(i)   (0x1000u << (i))
+#define LSBPF_FL_PUC      0x2u      /* data is chunks (PUC Lua) */
+#define LSBPF_FL_PUC_CUT  0x4u      /* a chain was longer than what was copied
+                                     * (LSBPF_PUC_CI, LSBPF_PUC_DEPTH, the data full) */
 
 /* One process's configuration, keyed by its pid (tgid). Offsets come
  * from the LuaJIT walker's layout rows (vm_luajit_layout.c, through
@@ -40,6 +56,32 @@ struct lsbpf_cfg {
 	unsigned int L_base;         /* base (TValue *) */
 	unsigned int L_stacksize;    /* stacksize (u32, slots) */
 	unsigned int g_jit_base;     /* offset of jit_base (MRef) */
+	/* PUC Lua (kind LSBPF_KIND_PUC): G is the first main lua_State,
+	 * P_STATES all of them (P_NSTATES, G first); offsets
+	 * and tags from the walker's layout row (vm_puc_layout.c, through
+	 * sampler_bpf_puc.c) */
+	unsigned int kind;           /* LSBPF_KIND_* */
+	unsigned int puc51;          /* 1: CallInfo array base_ci..ci (5.1), 0: list */
+	unsigned int p_L_size;       /* lua_State bytes (<= LSBPF_CHUNK_MAX) */
+	unsigned int p_L_ci;         /* ci (CallInfo *) */
+	unsigned int p_L_base_ci;    /* 5.1: base_ci (CallInfo *); 5.2+: the embedded CallInfo */
+	unsigned int p_ci_size;      /* CallInfo bytes (<= LSBPF_CHUNK_MAX) */
+	unsigned int p_ci_func;      /* func (StkId) */
+	unsigned int p_ci_previous;  /* previous (CallInfo *), 5.2+ */
+	unsigned int p_tt_size;      /* TValue tag: 4 or 1 bytes at +8 */
+	unsigned int p_tag_lcf, p_tag_ccl, p_tag_thread;
+	unsigned int p_ccl_upvalue;  /* CClosure upvalue[0] (coroutine.wrap's thread) */
+	unsigned int p_L_errorJmp;   /* errorJmp (struct lua_longjmp *, on a C stack) */
+	unsigned int p_nstates;      /* main states in P_STATES (<= LSBPF_PUC_STATES) */
+	unsigned int pad2;
+	unsigned long long p_states[LSBPF_PUC_STATES];
+};
+
+/* One chunk of a PUC record's data: LEN bytes at target ADDR follow. */
+struct lsbpf_chunk {
+	unsigned long long addr;
+	unsigned int len;
+	unsigned int pad;
 };
 
 /* One thread's part of a record. */
@@ -57,7 +99,9 @@ struct lsbpf_thr {
  * time, docs/sampling.md §8). DATA holds
  * thread 0's window at 0 and thread 1's at LSBPF_STACK0_MAX; a window is
  * at most its maximum less 8 bytes. The record is written up to the end
- * of the last window present. */
+ * of the last window present. A PUC Lua record (LSBPF_FL_PUC) has no
+ * windows (TH unused): DATA is a list of chunks (struct lsbpf_chunk and
+ * its bytes, padded to 8), as many as the record's length holds. */
 struct lsbpf_rec {
 	unsigned long long time_ns;  /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
 	unsigned int tid;
@@ -67,7 +111,7 @@ struct lsbpf_rec {
 	unsigned int pad;
 	unsigned char gcur[16];      /* g->cur_L ... g->jit_base (g_cur_len bytes) */
 	struct lsbpf_thr th[LSBPF_THREADS];
-	unsigned char data[LSBPF_STACK0_MAX + LSBPF_STACK1_MAX];
+	unsigned char data[LSBPF_DATA_BYTES];
 };
 
 #endif

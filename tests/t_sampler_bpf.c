@@ -3,7 +3,9 @@
  * perf sample gets the record of its thread within 200 us, older records
  * of the thread are dropped, and reads inside the copied ranges return
  * the tick's bytes while the rest comes from the memory under it;
- * records whose sizes do not fit are refused. */
+ * records whose sizes do not fit are refused. A PUC Lua record's chunks
+ * (lua_State, CallInfos, function slots) are read the same way, adjacent
+ * ones as one range, and a chunk that does not fit ends the list. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +149,59 @@ int main(void)
 	orph = c->orphans;
 	CHECK(sampler_bpf_pair(b, 7, 42, 20300000) == NULL, "a record 300 us older");
 	CHECK(c->orphans == orph + 1 && sampler_bpf_pair(b, 7, 42, 20000000) == NULL, "dropped");
+
+	/* PUC Lua: chunks. A 208-byte lua_State at L0 (0x55), two adjacent
+	 * 72-byte CallInfos at L1 (0x66, 0x67), a function slot overlapping
+	 * the second CallInfo's end (0x77: the same tick, the first chunk
+	 * wins), then a chunk too long for its record: the list ends there */
+	static const struct lsbpf_cfg pcfg = { .g = L0, .kind = LSBPF_KIND_PUC, .p_L_size = 208,
+					       .p_ci_size = 72 };
+	CHECK(sampler_bpf_config(b, 8, &pcfg) == 1);
+	memset(r, 0, sizeof *r);
+	r->time_ns = 30000000;
+	r->tid = 50;
+	r->g = L0;
+	r->flags = LSBPF_FL_PUC | LSBPF_FL_PUC_CUT;
+	size_t pos = 0;
+	struct { uint64_t a; uint32_t n; uint8_t v; } chunks[] = {
+		{ L0, 208, 0x55 }, { L1, 72, 0x66 }, { L1 + 72, 72, 0x67 }, { L1 + 128, 32, 0x77 },
+		{ S0, 64, 0x88 },
+	};
+	for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+		struct lsbpf_chunk h = { .addr = chunks[i].a, .len = chunks[i].n };
+		memcpy(r->data + pos, &h, sizeof h);
+		memset(r->data + pos + sizeof h, chunks[i].v, chunks[i].n);
+		pos += sizeof h + ((chunks[i].n + 7u) & ~7u);
+	}
+	/* the last chunk claims more than the record holds */
+	CHECK(sampler_bpf_feed(b, r, HEAD + pos - 8) == 0);
+	uint64_t cut = c->cut;
+	ov = sampler_bpf_pair(b, 8, 50, 30000000);
+	CHECK(ov != NULL, "PUC record paired");
+	if (ov) {
+		ov->under = &live.base;
+		uint8_t buf[300];
+		CHECK(mem_read(&ov->base, L0, buf, 208) == 0 && all(buf, 208, 0x55), "lua_State");
+		CHECK(mem_read(&ov->base, L0 + 200, buf, 16) == 0 && all(buf, 8, 0x55) && all(buf + 8, 8, 0xee),
+		      "across the state's end");
+		CHECK(mem_read(&ov->base, L1 + 64, buf, 16) == 0 && all(buf, 8, 0x66) && all(buf + 8, 8, 0x67),
+		      "across two adjacent CallInfos");
+		CHECK(mem_read(&ov->base, L1 + 128, buf, 16) == 0 && all(buf, 16, 0x67), "overlap: first chunk");
+		CHECK(mem_read(&ov->base, L1 + 144, buf, 16) == 0 && all(buf, 16, 0x77), "the function slot");
+		CHECK(mem_read(&ov->base, L1 + 160, buf, 8) == 0 && all(buf, 8, 0xee), "past it: live");
+		CHECK(mem_read(&ov->base, S0, buf, 8) == 0 && all(buf, 8, 0xee), "a chunk past the record: live");
+	}
+	CHECK(c->cut == cut + 1, "a cut chain counted");
+	/* a LuaJIT record after it reads as before (the overlay's reader back) */
+	sampler_bpf_feed(b, r, make(r, 42, 40000000));
+	ov = sampler_bpf_pair(b, 7, 42, 40000000);
+	CHECK(ov != NULL);
+	if (ov) {
+		uint8_t buf[8];
+		ov->under = &live.base;
+		CHECK(mem_read(&ov->base, S0, buf, 8) == 0 && all(buf, 8, 0x11), "LuaJIT window after PUC");
+	}
+	sampler_bpf_forget(b, 8);
 
 	sampler_bpf_forget(b, 7);
 	sampler_bpf_feed(b, r, make(r, 42, 10000000));

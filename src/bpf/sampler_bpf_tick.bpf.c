@@ -6,8 +6,10 @@
  * jit_base, the running lua_State's header and its Lua stack window,
  * and the same for the main thread (most often the resumer of a
  * coroutine), into a ring buffer luaspy pairs with the perf sample
- * (sampler_bpf.c). Returns 1: the kernel then writes the perf sample as
- * without the program. Built with clang -target bpf; the record layout
+ * (sampler_bpf.c). For PUC Lua it copies the main lua_State, its
+ * CallInfo chain with each frame's function slot, and the same for the
+ * coroutines it resumes (puc_tick below). Returns 1: the kernel then
+ * writes the perf sample as without the program. Built with clang -target bpf; the record layout
  * is sampler_bpf_rec.h; docs/sampling.md §8. */
 #include <linux/bpf.h>
 #include <linux/bpf_perf_event.h>
@@ -101,6 +103,213 @@ static __always_inline __u32 copy_thread(const struct lsbpf_cfg *c, struct lsbpf
 	return len;
 }
 
+/* ---- PUC Lua -------------------------------------------------------------- */
+
+/* What the walker (vm_puc_walk.c: find_cands, capture_state,
+ * puc_read_chain, puc_resume_child) reads that changes as the thread runs
+ * on: each lua_State (status, ci, errorJmp, savedpc), its CallInfo chain
+ * (5.2-5.4 a list from L->ci through previous to &L->base_ci; 5.1 the
+ * array base_ci..ci, lstate.c/ldo.c), each frame's function slot and the
+ * one above it (coroutine.resume's argument), from the main state down
+ * the coroutines resumed. Copied as chunks, one bpf_loop step each (the
+ * verifier checks the step once, not every iteration). A chunk is a copy
+ * of target memory at the tick whatever it turns out to be: copying one
+ * too many (a thread passed to a C function that does not resume it)
+ * costs room, never a wrong read. */
+struct puc_walk {
+	__u32 pos;       /* bytes of the record's data used */
+	__u32 si;        /* main state (index in c.p_states) */
+	__u32 depth;     /* lua_States done of this main state's chain */
+	__u32 nci;       /* CallInfos copied of the current one */
+	__u32 cut;       /* a chain not copied whole */
+	__u32 full;      /* the record's data is full */
+	__s32 inner_at;  /* data offset of the innermost frame's function slot, -1 */
+	__u64 L;         /* current lua_State, 0: done */
+	__u64 ci;        /* next CallInfo to copy; 0: the state's header first */
+	__u64 base;      /* where the chain ends (5.1: base_ci; 5.2+: &L->base_ci) */
+	__u64 rsp;       /* the tick's user rsp, 0: unknown */
+	struct lsbpf_cfg c; /* the process's (a copy: no hash lookup per step) */
+};
+
+/* The walk's state lives in a map, not on the stack: values read from a
+ * map are unknown to the verifier, so it checks puc_step a few times
+ * instead of following every counter through every iteration (on the
+ * stack, four main states made it give up at a million instructions). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct puc_walk);
+} lsbpf_walk SEC(".maps");
+
+/* Append LEN bytes at target ADDR to R's data as a chunk. Returns the
+ * offset of its bytes in R->data (at most LSBPF_DATA_BYTES -
+ * LSBPF_CHUNK_MAX), or -1 (unreadable, too long, or the data full:
+ * W->full). */
+static __always_inline long put(struct lsbpf_rec *r, struct puc_walk *w, __u64 addr, __u32 len)
+{
+	__u32 p = w->pos;
+	if (p > LSBPF_DATA_BYTES - sizeof(struct lsbpf_chunk) - LSBPF_CHUNK_MAX) {
+		w->cut = w->full = 1;
+		return -1;
+	}
+	if (len == 0 || len > LSBPF_CHUNK_MAX || !addr)
+		return -1;
+	if (bpf_probe_read_user(r->data + p + sizeof(struct lsbpf_chunk), len, (const void *)addr) < 0)
+		return -1;
+	struct lsbpf_chunk *h = (struct lsbpf_chunk *)(r->data + p);
+	h->addr = addr;
+	h->len = len;
+	h->pad = 0;
+	w->pos = p + sizeof *h + ((len + 7) & ~7u);
+	return p + sizeof *h;
+}
+
+/* 8 bytes at OFF of the chunk whose bytes start at AT (put's return);
+ * OFF past the chunk's longest possible length gives 0 */
+static __always_inline __u64 get64(const struct lsbpf_rec *r, long at, __u32 off)
+{
+	__u64 v = 0;
+	if (at < 0 || at > LSBPF_DATA_BYTES - LSBPF_CHUNK_MAX || off > LSBPF_CHUNK_MAX - 8)
+		return 0;
+	__builtin_memcpy(&v, r->data + at + off, 8);
+	return v;
+}
+
+static __always_inline unsigned tv_tt(const struct lsbpf_cfg *c, const unsigned char *tv)
+{
+	unsigned t = 0;
+	if (c->p_tt_size == 1)
+		return tv[8];
+	__builtin_memcpy(&t, tv + 8, 4);
+	return t;
+}
+
+/* The coroutine that the innermost frame (a C function: coroutine.resume's
+ * argument, coroutine.wrap's upvalue) runs, or 0. AT: its function
+ * slot's copy (32 bytes: the slot and the one above). */
+static __always_inline __u64 puc_child(const struct lsbpf_rec *r, const struct lsbpf_cfg *c, long at)
+{
+	unsigned char tv[32];
+	__u64 v = 0;
+	if (at < 0 || at > LSBPF_DATA_BYTES - LSBPF_CHUNK_MAX)
+		return 0;
+	__builtin_memcpy(tv, r->data + at, 32);
+	unsigned t0 = tv_tt(c, tv), t1 = tv_tt(c, tv + 16);
+	if (t0 != c->p_tag_lcf && t0 != c->p_tag_ccl)
+		return 0;
+	if (t1 == c->p_tag_thread) {
+		__builtin_memcpy(&v, tv + 16, 8);
+		return v;
+	}
+	if (t0 != c->p_tag_ccl)
+		return 0;
+	__builtin_memcpy(&v, tv, 8);
+	if (!v || bpf_probe_read_user(tv, 16, (const void *)(v + c->p_ccl_upvalue)) < 0 ||
+	    tv_tt(c, tv) != c->p_tag_thread)
+		return 0;
+	__builtin_memcpy(&v, tv, 8);
+	return v;
+}
+
+/* On to the next main state's chain; 1 (stop) when there is none, or
+ * the data is full. */
+static __always_inline long next_state(struct puc_walk *w)
+{
+	__u32 k = w->si + 1;
+	if (w->full || k >= w->c.p_nstates || k >= LSBPF_PUC_STATES)
+		return 1;
+	w->si = k;
+	/* constant indexes: the verifier refuses a variable one on the stack */
+	switch (k) {
+	case 1: w->L = w->c.p_states[1]; break;
+	case 2: w->L = w->c.p_states[2]; break;
+	default: w->L = w->c.p_states[3]; break;
+	}
+	w->ci = 0;
+	w->depth = 0;
+	return w->L ? 0 : 1;
+}
+
+/* One bpf_loop step: a lua_State's header, or one CallInfo and its
+ * function slot, or the move to the coroutine resumed. 0 goes on, 1
+ * stops. */
+static long puc_step(__u64 i, void *arg)
+{
+	__u32 zero = 0;
+	struct puc_walk *w = bpf_map_lookup_elem(&lsbpf_walk, &zero);
+	struct lsbpf_rec *r = bpf_map_lookup_elem(&lsbpf_scratch, &zero);
+	(void)i;
+	(void)arg;
+	if (!r || !w || !w->L)
+		return 1;
+	const struct lsbpf_cfg *c = &w->c;
+	if (!w->ci) {
+		long at = put(r, w, w->L, c->p_L_size);
+		if (at < 0)
+			return next_state(w);
+		w->ci = get64(r, at, c->p_L_ci);
+		w->base = c->puc51 ? get64(r, at, c->p_L_base_ci) : w->L + c->p_L_base_ci;
+		w->nci = 0;
+		w->inner_at = -1;
+		/* a main state inside a protected call on another thread's
+		 * stack does not run here: its header is enough */
+		__u64 ej = get64(r, at, c->p_L_errorJmp);
+		if (!w->depth && w->rsp && ej && (ej < w->rsp || ej - w->rsp > LSBPF_PUC_EJ_SPAN))
+			return next_state(w);
+		return w->ci ? 0 : next_state(w);
+	}
+	int more = c->puc51 ? w->ci > w->base : w->ci != w->base;
+	if (more && w->nci < LSBPF_PUC_CI) {
+		__u64 ci = w->ci;
+		long at = put(r, w, ci, c->p_ci_size);
+		if (at < 0)
+			return next_state(w);
+		long fat = put(r, w, get64(r, at, c->p_ci_func), 32);
+		if (!w->nci)
+			w->inner_at = (__s32)fat;
+		w->nci++;
+		w->ci = c->puc51 ? ci - c->p_ci_size : get64(r, at, c->p_ci_previous);
+		return w->ci ? 0 : next_state(w);
+	}
+	if (more)
+		w->cut = 1;
+	__u64 child = puc_child(r, c, w->inner_at);
+	if (++w->depth >= LSBPF_PUC_DEPTH || child == w->L) {
+		w->cut |= child != 0;
+		return next_state(w);
+	}
+	if (!child)
+		return next_state(w);
+	w->L = child;
+	w->ci = 0;
+	return 0;
+}
+
+static __always_inline void puc_tick(struct lsbpf_rec *r, const struct lsbpf_cfg *c, __u64 rsp)
+{
+	__u32 zero = 0;
+	struct puc_walk *w = bpf_map_lookup_elem(&lsbpf_walk, &zero);
+	if (!w)
+		return;
+	__builtin_memset(w, 0, __builtin_offsetof(struct puc_walk, c));
+	w->L = c->g;
+	w->inner_at = -1;
+	w->rsp = rsp;
+	__builtin_memcpy(&w->c, c, sizeof w->c);
+	r->flags = LSBPF_FL_PUC;
+	bpf_loop(LSBPF_PUC_STEPS, puc_step, NULL, 0);
+	if (w->cut)
+		r->flags |= LSBPF_FL_PUC_CUT;
+	__u32 pos = w->pos;
+	if (pos > LSBPF_DATA_BYTES)
+		pos = LSBPF_DATA_BYTES;
+	__u64 size = __builtin_offsetof(struct lsbpf_rec, data) + (__u64)pos;
+	if (size > sizeof *r)
+		size = sizeof *r;
+	bpf_ringbuf_output(&lsbpf_ring, r, size, BPF_RB_NO_WAKEUP);
+}
+
 SEC("perf_event")
 int lsbpf_tick(struct bpf_perf_event_data *ctx)
 {
@@ -118,6 +327,10 @@ int lsbpf_tick(struct bpf_perf_event_data *ctx)
 	r->g = c->g;
 	r->th[0].L = r->th[1].L = 0;
 	r->th[0].len = r->th[1].len = 0;
+	if (c->kind == LSBPF_KIND_PUC) {
+		puc_tick(r, c, (ctx->regs.cs & 3) == 3 ? ctx->regs.rsp : 0);
+		return 1;
+	}
 	__u32 gl = c->g_cur_len;
 	if (gl > sizeof r->gcur)
 		gl = sizeof r->gcur;
@@ -152,6 +365,6 @@ int lsbpf_tick(struct bpf_perf_event_data *ctx)
 	__u64 size = __builtin_offsetof(struct lsbpf_rec, data) + (n1 ? LSBPF_STACK0_MAX + n1 : n0);
 	if (size > sizeof *r)
 		size = sizeof *r;
-	bpf_ringbuf_output(&lsbpf_ring, r, size, 0);
+	bpf_ringbuf_output(&lsbpf_ring, r, size, BPF_RB_NO_WAKEUP);
 	return 1;
 }
