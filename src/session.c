@@ -240,7 +240,7 @@ static int choose_sampler(struct session *s, pid_t pid)
 	if (rc == -LS_E_NOMEM)
 		return rc;
 	if (rc == 0)
-		msg_debug(1, "sampler: perf: LuaJIT state copied at each tick by an eBPF program");
+		msg_debug(1, "sampler: perf: the Lua state (LuaJIT or PUC Lua) copied at each tick by an eBPF program");
 	else
 		msg_debug(1, "sampler: perf: no eBPF tick copy, the Lua state is read after each sample: %s",
 			  s->bpf_why);
@@ -798,8 +798,8 @@ void session_print_stats(const struct session *s, FILE *f)
 			const struct bpf_tick_counts *b = sampler_bpf_counts(s->bpf);
 			fprintf(f, "perf tick copies (eBPF): %llu samples walked over one, %llu without, "
 				"%llu before the state was configured; "
-				"%llu records unclaimed, %llu cut (Lua stack over %u KiB: frames below read "
-				"live), %llu events without the program; pairing gap max %.1f us\n",
+				"%llu records unclaimed, %llu cut (LuaJIT: Lua stack over %u KiB; PUC Lua: a "
+				"CallInfo chain not copied whole: the rest read live), %llu events without the program; pairing gap max %.1f us\n",
 				(unsigned long long)b->paired, (unsigned long long)b->unpaired,
 				(unsigned long long)b->unconfigured,
 				(unsigned long long)b->orphans, (unsigned long long)b->cut, 16u,
