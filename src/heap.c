@@ -602,20 +602,31 @@ static uint32_t dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *
 	return nd;
 }
 
-/* Predecessors by number, as CSR: PFIRST[i] .. PFIRST[i + 1] index *PRED,
- * the numbers of the objects with a reference to the object of number i,
- * in no order (PFIRST: ND + 1 entries). Only reached objects hold
- * references to reached ones, and all of theirs are. 0, or -1: no
- * memory. */
+/* The predecessors that Lengauer-Tarjan's EVAL must see, by number, as
+ * CSR: PFIRST[i] .. PFIRST[i + 1] index *PRED, the numbers above i of
+ * the objects with a reference to the object of number i, in no order
+ * (PFIRST: ND + 1 entries). A predecessor numbered below i (the tree's
+ * parent among them) brings its own number, which EVAL would return:
+ * FWD[i] gets the least of them instead of a list (4 bytes per
+ * reference saved on every tree edge and forward edge). Only reached
+ * objects hold references to reached ones, and all of theirs are. 0,
+ * or -1: no memory. */
 static int graph_preds(const struct heap_state *s, const uint32_t *dfn, const uint32_t *vertex,
-		       uint32_t nd, uint32_t *pfirst, uint32_t **pred)
+		       uint32_t nd, uint32_t *pfirst, uint32_t **pred, uint32_t *fwd)
 {
 	const uint32_t *ef = s->efirst;
 	memset(pfirst, 0, ((size_t)nd + 1) * sizeof *pfirst);
+	for (uint32_t i = 0; i < nd; i++)
+		fwd[i] = NONE;
 	for (uint32_t i = 0; i < nd; i++) {
 		uint32_t v = vertex[i];
-		for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
-			pfirst[dfn[heap_edge_to(&s->e[k])]]++;
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			uint32_t t = dfn[heap_edge_to(&s->e[k])];
+			if (t > i && i < fwd[t])
+				fwd[t] = i;
+			else if (t < i)
+				pfirst[t]++;
+		}
 	}
 	/* PFIRST[i]: the end of i's list, then filled from its end down to
 	 * its start */
@@ -626,8 +637,11 @@ static int graph_preds(const struct heap_state *s, const uint32_t *dfn, const ui
 		return -1;
 	for (uint32_t i = 0; i < nd; i++) {
 		uint32_t v = vertex[i];
-		for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
-			pr[--pfirst[dfn[heap_edge_to(&s->e[k])]]] = i;
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			uint32_t t = dfn[heap_edge_to(&s->e[k])];
+			if (t < i)
+				pr[--pfirst[t]] = i;
+		}
 	}
 	*pred = pr;
 	return 0;
@@ -658,10 +672,10 @@ static uint32_t snca_eval(uint32_t v, uint32_t *anc, uint32_t *best)
 
 /* Semi-NCA over the ND reached objects: IDOM[i] enters as the number of
  * i's depth-first parent and leaves as that of its immediate dominator
- * (IDOM[0] = 0); PFIRST/PRED the predecessors (graph_preds), PFIRST
- * spent: each object's semidominator is kept over the start of the next
- * one's list once its own list is read; ANC and BEST (ND entries each)
- * scratch. */
+ * (IDOM[0] = 0); PFIRST/PRED the predecessors numbered above and BEST
+ * the least one below (graph_preds), PFIRST spent: each object's
+ * semidominator is kept over the start of the next one's list once its
+ * own list is read; ANC (ND entries) scratch. */
 static void snca_idoms(uint32_t nd, uint32_t *idom, uint32_t *pfirst, const uint32_t *pred,
 		       uint32_t *anc, uint32_t *best)
 {
@@ -669,7 +683,7 @@ static void snca_idoms(uint32_t nd, uint32_t *idom, uint32_t *pfirst, const uint
 	for (uint32_t i = 0; i < nd; i++)
 		anc[i] = NONE;
 	for (uint32_t i = nd; i-- > 1;) {
-		uint32_t sw = idom[i];   /* the parent: a predecessor */
+		uint32_t sw = best[i];   /* at most the parent's number */
 		for (uint32_t k = pfirst[i]; k < pfirst[i + 1]; k++) {
 			uint32_t u = snca_eval(pred[k], anc, best);
 			if (u < sw)
@@ -704,7 +718,7 @@ static uint32_t *graph_idoms(const struct heap_state *s, uint32_t **vertexp, uin
 	for (size_t i = 0; i < n; i++)
 		dfn[i] = NONE;
 	uint32_t nd = dfs_number(s, dfn, vertex, parent, pfirst);
-	if (graph_preds(s, dfn, vertex, nd, pfirst, &pred) < 0 || !(best = malloc(n * sizeof *best)))
+	if (!(best = malloc(n * sizeof *best)) || graph_preds(s, dfn, vertex, nd, pfirst, &pred, best) < 0)
 		goto out;
 	/* DFN is spent: its room is ANC */
 	snca_idoms(nd, parent, pfirst, pred, dfn, best);
