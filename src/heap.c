@@ -675,10 +675,16 @@ static uint32_t snca_eval(uint32_t v, uint32_t *anc, uint32_t *best)
  * (IDOM[0] = 0); PFIRST/PRED the predecessors numbered above and BEST
  * the least one below (graph_preds), PFIRST spent: each object's
  * semidominator is kept over the start of the next one's list once its
- * own list is read; ANC (ND entries) scratch. */
-static void snca_idoms(uint32_t nd, uint32_t *idom, uint32_t *pfirst, const uint32_t *pred,
-		       uint32_t *anc, uint32_t *best)
+ * own list is read; ANC (ND entries) scratch. 0, or -1 when the climbs
+ * took too many steps (IDOM is then spent: Lengauer-Tarjan's turn). */
+static int snca_idoms(uint32_t nd, uint32_t *idom, uint32_t *pfirst, const uint32_t *pred,
+		      uint32_t *anc, uint32_t *best)
 {
+	/* the climbs below: one or two steps per object on heaps, but as
+	 * many as the dominator tree is deep for an object whose parent is
+	 * deep and whose semidominator is not (a long list ending in many
+	 * objects also held from above it): past this many steps, -1 */
+	uint64_t budget = 16 * ((uint64_t)nd + pfirst[nd]) + (1u << 24);
 	uint32_t *semi = pfirst + 1;   /* semi[i] over pfirst[i + 1], once i's list is read */
 	for (uint32_t i = 0; i < nd; i++)
 		anc[i] = NONE;
@@ -698,10 +704,177 @@ static void snca_idoms(uint32_t nd, uint32_t *idom, uint32_t *pfirst, const uint
 	idom[0] = 0;
 	for (uint32_t i = 1; i < nd; i++) {
 		uint32_t c = idom[i];
-		while (c > semi[i])
+		while (c > semi[i]) {
 			c = idom[c];
+			if (!budget--)
+				return -1;
+		}
 		idom[i] = c;
 	}
+	return 0;
+}
+
+/* ---- Lengauer-Tarjan, the fallback of semi-NCA ---- */
+
+/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
+ * of least semi on the path from V up to the forest root. */
+static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
+			uint32_t *stack)
+{
+	if (anc[v] == NONE)
+		return v;
+	/* compress: the chain of ancestors that have ancestors */
+	size_t n = 0;
+	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
+		stack[n++] = u;
+	while (n > 0) {
+		uint32_t u = stack[--n];
+		if (semi[label[anc[u]]] < semi[label[u]])
+			label[u] = label[anc[u]];
+		anc[u] = anc[anc[u]];
+	}
+	return label[v];
+}
+
+/* lt_idoms's depth-first numbering from the root, iterative (STK, STKE: room for
+ * nn): DFN[v] (NONE on entry for all: unreached stays so), VERTEX in
+ * that order, PARENT in the tree. Returns how many were reached. */
+static uint32_t lt_dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *vertex,
+			   uint32_t *parent, uint32_t *stk, uint32_t *stke)
+{
+	const uint32_t *ef = s->efirst;
+	uint32_t nd = 0;
+	size_t sp = 0;
+	dfn[0] = nd;
+	vertex[nd++] = 0;
+	parent[0] = NONE;
+	stk[sp] = 0;
+	stke[sp++] = ef[0];
+	while (sp > 0) {
+		uint32_t v = stk[sp - 1];
+		if (stke[sp - 1] >= ef[v + 1]) {
+			sp--;
+			continue;
+		}
+		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
+		if (dfn[w] != NONE)
+			continue;
+		dfn[w] = nd;
+		vertex[nd++] = w;
+		parent[w] = v;
+		stk[sp] = w;
+		stke[sp++] = ef[w];
+	}
+	return nd;
+}
+
+/* lt_idoms's predecessors of the reached objects (DFN[v] != NONE) of S as CSR:
+ * PFIRST (N + 1 entries, zeroed) and *PRED; FILL (N entries) is
+ * scratch. 0, or -1: no memory. */
+static int lt_preds(const struct heap_state *s, const uint32_t *dfn, uint32_t *pfirst,
+		       uint32_t **pred, uint32_t *fill)
+{
+	size_t n = s->nn;
+	const uint32_t *ef = s->efirst;
+	for (size_t v = 0; v < n; v++)
+		if (dfn[v] != NONE)
+			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+				pfirst[heap_edge_to(&s->e[k]) + 1]++;
+	for (size_t i = 0; i < n; i++)
+		pfirst[i + 1] += pfirst[i];
+	uint32_t *pr = malloc(((size_t)pfirst[n] + 1) * sizeof *pr);
+	if (!pr)
+		return -1;
+	memcpy(fill, pfirst, n * sizeof *fill);
+	for (size_t v = 0; v < n; v++)
+		if (dfn[v] != NONE)
+			for (uint32_t k = ef[v]; k < ef[v + 1]; k++)
+				pr[fill[heap_edge_to(&s->e[k])]++] = (uint32_t)v;
+	*pred = pr;
+	return 0;
+}
+
+/* Lengauer-Tarjan (iterative, path compression) over the N objects, ND
+ * of them reached in depth-first order VERTEX with PARENT, SEMI their
+ * depth-first numbers (turned into semidominators), the predecessors
+ * PFIRST/PRED, STK scratch: IDOM (N entries) the immediate dominators,
+ * NONE where unreached. 0, or -1: no memory. */
+static int lt_idoms(size_t n, uint32_t nd, const uint32_t *vertex, const uint32_t *parent,
+		       uint32_t *semi, const uint32_t *pfirst, const uint32_t *pred, uint32_t *stk,
+		       uint32_t *idom)
+{
+	uint32_t *label = malloc(n * sizeof *label), *anc = malloc(n * sizeof *anc),
+		 *bhead = malloc(n * sizeof *bhead), *bnext = malloc(n * sizeof *bnext);
+	int rc = -1;
+	if (!label || !anc || !bhead || !bnext)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		anc[i] = NONE;
+		bhead[i] = NONE;
+		idom[i] = NONE;
+		label[i] = (uint32_t)i;
+	}
+	/* semidominators in reverse DFS order, then idoms */
+	for (uint32_t i = nd; i-- > 1;) {
+		uint32_t w = vertex[i];
+		for (uint32_t k = pfirst[w]; k < pfirst[w + 1]; k++) {
+			uint32_t u = lt_eval(pred[k], anc, label, semi, stk);
+			if (semi[u] < semi[w])
+				semi[w] = semi[u];
+		}
+		uint32_t sw = vertex[semi[w]];
+		bnext[w] = bhead[sw];
+		bhead[sw] = w;
+		uint32_t p = parent[w];
+		anc[w] = p;
+		for (uint32_t v = bhead[p]; v != NONE;) {
+			uint32_t nx = bnext[v];
+			uint32_t u = lt_eval(v, anc, label, semi, stk);
+			idom[v] = semi[u] < semi[v] ? u : p;
+			v = nx;
+		}
+		bhead[p] = NONE;
+	}
+	for (uint32_t i = 1; i < nd; i++) {
+		uint32_t w = vertex[i];
+		if (idom[w] != vertex[semi[w]])
+			idom[w] = idom[idom[w]];
+	}
+	idom[0] = 0;
+	rc = 0;
+out:
+	free(label); free(anc); free(bhead); free(bnext);
+	return rc;
+}
+
+/* graph_idoms by Lengauer and Tarjan's own form (40 bytes per object
+ * and 4 per reference at once; O(m log n) on every shape): when
+ * semi-NCA's climbs exceed their budget. */
+static uint32_t *graph_idoms_lt(const struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
+{
+	size_t n = s->nn;
+	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
+		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
+	uint32_t *pred = NULL, *idom = NULL;
+	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
+		goto nomem;
+	for (size_t i = 0; i < n; i++)
+		semi[i] = NONE;
+	uint32_t nd = lt_dfs_number(s, semi, vertex, parent, stk, stke);
+	if (lt_preds(s, semi, pfirst, &pred, stke) < 0 || !(idom = malloc(n * sizeof *idom)) ||
+	    lt_idoms(n, nd, vertex, parent, semi, pfirst, pred, stk, idom) < 0)
+		goto nomem;
+	*vertexp = vertex;
+	*ndp = nd;
+	vertex = NULL;
+	goto out;
+nomem:
+	free(idom);
+	idom = NULL;
+out:
+	free(semi); free(vertex); free(parent); free(stk); free(stke); free(pfirst); free(pred);
+	return idom;
 }
 
 /* Immediate dominators of S's objects (N entries, malloc'ed, NONE where
@@ -721,9 +894,13 @@ static uint32_t *graph_idoms(const struct heap_state *s, uint32_t **vertexp, uin
 	if (!(best = malloc(n * sizeof *best)) || graph_preds(s, dfn, vertex, nd, pfirst, &pred, best) < 0)
 		goto out;
 	/* DFN is spent: its room is ANC */
-	snca_idoms(nd, parent, pfirst, pred, dfn, best);
+	int rc = snca_idoms(nd, parent, pfirst, pred, dfn, best);
 	free(pred); free(best); free(pfirst); free(dfn);
 	pred = best = pfirst = dfn = NULL;
+	if (rc < 0) {
+		free(vertex); free(parent);
+		return graph_idoms_lt(s, vertexp, ndp);
+	}
 	if (!(idom = malloc(n * sizeof *idom)))
 		goto out;
 	for (size_t i = 0; i < n; i++)
