@@ -856,9 +856,19 @@ out:
 /* graph_idoms by Lengauer and Tarjan's own form (40 bytes per object
  * and 4 per reference at once; O(m log n) on every shape): when
  * semi-NCA's climbs exceed their budget. */
-static uint32_t *graph_idoms_lt(const struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
+static uint32_t *graph_idoms_lt(struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
 {
 	size_t n = s->nn;
+	/* past --max-memory (HEAP_COST_NODE counts on semi-NCA): cut */
+	uint64_t cost = (uint64_t)n * (HEAP_COST_NODE_LT + (s->want_names ? HEAP_COST_NAMED : 0)) +
+			(uint64_t)s->ne * HEAP_COST_EDGE;
+	if (s->mem_limit && cost > s->mem_limit) {
+		snprintf(s->mem_cut, sizeof s->mem_cut,
+			 "the dominators of this graph's shape would take more than %" PRIu64
+			 " MiB (--max-memory)", (s->mem_limit + (1u << 20) - 1) >> 20);
+		s->graph_cut = s->mem_cut;
+		return NULL;
+	}
 	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
 		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
 		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
@@ -884,9 +894,9 @@ out:
 }
 
 /* Immediate dominators of S's objects (N entries, malloc'ed, NONE where
- * unreached; NULL: no memory); *VERTEXP the nodes in depth-first order
+ * unreached; NULL: no memory, or S->graph_cut set); *VERTEXP the nodes in depth-first order
  * (N entries, malloc'ed) and *NDP how many were reached. */
-static uint32_t *graph_idoms(const struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
+static uint32_t *graph_idoms(struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
 {
 	size_t n = s->nn;
 	uint32_t *dfn = malloc(n * sizeof *dfn), *vertex = malloc(n * sizeof *vertex),
@@ -1004,7 +1014,8 @@ int heap_graph_finish(struct heap_state *s)
 	rc = 0;
 	goto out;
 nomem:
-	s->graph_cut = "out of memory";
+	if (!s->graph_cut)   /* (or the fallback's --max-memory) */
+		s->graph_cut = "out of memory";
 out:
 	free(vertex); free(idom); free(pp); free(pe); free(ret);
 	return rc;
