@@ -987,8 +987,9 @@ int heap_graph_finish(struct heap_state *s)
 	size_t n = s->nn;
 	if (s->graph_cut)
 		return -1;
-	/* the dominators (20 bytes per object and 4 per reference while
-	 * they run, 8 kept with the depth-first order), then the retained
+	/* the dominators (16 bytes per object and 4 per reference listed
+	 * while they run, 20 for the second search, 8 kept with the
+	 * depth-first order), then the retained
 	 * sizes (8 kept) and the shortest paths (8 kept, the depth-first
 	 * order their queue). An iteration over successors
 	 * (Cooper-Harvey-Kennedy) needs less but is quadratic on a long
