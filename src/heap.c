@@ -560,7 +560,7 @@ static void by_metatable(struct heap_state *s)
 
 /* The dominators are computed by the semi-NCA variant of Lengauer and
  * Tarjan's algorithm (Georgiadis, "Linear-Time Algorithms for Dominators
- * and Related Problems", 2005, §3.3; the form LLVM's
+ * and Related Problems", thesis, 2005; the form LLVM's
  * GenericDomTreeConstruction.h runs): semidominators as Lengauer-Tarjan
  * computes them, then each immediate dominator as the nearest common
  * ancestor, in the dominator tree built so far, of the object's
