@@ -507,58 +507,6 @@ static void shortest_paths(const struct heap_state *s, uint32_t *pp, uint32_t *p
 	}
 }
 
-/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
- * of least semi on the path from V up to the forest root. */
-static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
-			uint32_t *stack)
-{
-	if (anc[v] == NONE)
-		return v;
-	/* compress: the chain of ancestors that have ancestors */
-	size_t n = 0;
-	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
-		stack[n++] = u;
-	while (n > 0) {
-		uint32_t u = stack[--n];
-		if (semi[label[anc[u]]] < semi[label[u]])
-			label[u] = label[anc[u]];
-		anc[u] = anc[anc[u]];
-	}
-	return label[v];
-}
-
-/* Depth-first numbering from the root, iterative (STK, STKE: room for
- * nn): DFN[v] (NONE on entry for all: unreached stays so), VERTEX in
- * that order, PARENT in the tree. Returns how many were reached. */
-static uint32_t dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *vertex,
-			   uint32_t *parent, uint32_t *stk, uint32_t *stke)
-{
-	const uint32_t *ef = s->efirst;
-	uint32_t nd = 0;
-	size_t sp = 0;
-	dfn[0] = nd;
-	vertex[nd++] = 0;
-	parent[0] = NONE;
-	stk[sp] = 0;
-	stke[sp++] = ef[0];
-	while (sp > 0) {
-		uint32_t v = stk[sp - 1];
-		if (stke[sp - 1] >= ef[v + 1]) {
-			sp--;
-			continue;
-		}
-		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
-		if (dfn[w] != NONE)
-			continue;
-		dfn[w] = nd;
-		vertex[nd++] = w;
-		parent[w] = v;
-		stk[sp] = w;
-		stke[sp++] = ef[w];
-	}
-	return nd;
-}
-
 /* The largest retainers: reached objects (not the root) by retained
  * size RET (DOM: NONE when unreached), into s->top; ties in node order. */
 static void top_retainers(struct heap_state *s, const uint64_t *ret, const uint32_t *dom)
@@ -636,10 +584,226 @@ static void by_metatable(struct heap_state *s)
 	free(mt);
 }
 
-/* Predecessors of the reached objects (DFN[v] != NONE) of S as CSR:
+/* The dominators are computed by the semi-NCA variant of Lengauer and
+ * Tarjan's algorithm (Georgiadis, "Linear-Time Algorithms for Dominators
+ * and Related Problems", thesis, 2005; the form LLVM's
+ * GenericDomTreeConstruction.h runs): semidominators as Lengauer-Tarjan
+ * computes them, then each immediate dominator as the nearest common
+ * ancestor, in the dominator tree built so far, of the object's
+ * depth-first parent and its semidominator. It needs no buckets, and all
+ * of it runs on the depth-first numbers ("numbers" below: 0 .. ND - 1,
+ * the root 0), the node indices coming back at the end. Memory,
+ * docs/heap.md §7: 16 bytes per object and 4 per reference listed at
+ * once, then 20 for a second depth-first search. */
+
+/* Depth-first numbering from the root, iterative: DFN[v] the number of
+ * node v (all NONE on entry: unreached stays so), VERTEX[i] the node of
+ * number i, PARENT[i] the number of its parent in the tree (NONE for the
+ * root); CUR[i] (N entries) the next edge of the node of number i, which
+ * is all the stack needs: the path is the chain of parents. Returns how
+ * many were reached. */
+static uint32_t dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *vertex,
+			   uint32_t *parent, uint32_t *cur)
+{
+	const uint32_t *ef = s->efirst;
+	uint32_t nd = 1, i = 0;   /* I: the number of the node on top */
+	dfn[0] = 0;
+	vertex[0] = 0;
+	parent[0] = NONE;
+	cur[0] = ef[0];
+	while (i != NONE) {
+		uint32_t v = vertex[i];
+		if (cur[i] >= ef[v + 1]) {
+			i = parent[i];
+			continue;
+		}
+		uint32_t w = heap_edge_to(&s->e[cur[i]++]);
+		if (dfn[w] != NONE)
+			continue;
+		dfn[w] = nd;
+		vertex[nd] = w;
+		parent[nd] = i;
+		cur[nd] = ef[w];
+		i = nd++;
+	}
+	return nd;
+}
+
+/* The predecessors that Lengauer-Tarjan's EVAL must see, by number, as
+ * CSR: PFIRST[i] .. PFIRST[i + 1] index *PRED, the numbers above i of
+ * the objects with a reference to the object of number i, in no order
+ * (PFIRST: ND + 1 entries). A predecessor numbered below i (the tree's
+ * parent among them) brings its own number, which EVAL would return:
+ * FWD[i] gets the least of them instead of a list (4 bytes per
+ * reference saved on every tree edge and forward edge). Only reached
+ * objects hold references to reached ones, and all of theirs are. 0,
+ * or -1: no memory. */
+static int graph_preds(const struct heap_state *s, const uint32_t *dfn, uint32_t nd, uint32_t *pfirst,
+		       uint32_t **pred, uint32_t *fwd)
+{
+	const uint32_t *ef = s->efirst;
+	size_t n = s->nn;
+	memset(pfirst, 0, ((size_t)nd + 1) * sizeof *pfirst);
+	for (uint32_t i = 0; i < nd; i++)
+		fwd[i] = NONE;
+	for (size_t v = 0; v < n; v++) {
+		uint32_t i = dfn[v];
+		if (i == NONE)
+			continue;
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			uint32_t t = dfn[heap_edge_to(&s->e[k])];
+			if (t > i && i < fwd[t])
+				fwd[t] = i;
+			else if (t < i)
+				pfirst[t]++;
+		}
+	}
+	/* PFIRST[i]: the end of i's list, then filled from its end down to
+	 * its start */
+	for (uint32_t i = 1; i <= nd; i++)
+		pfirst[i] += pfirst[i - 1];
+	uint32_t *pr = malloc(((size_t)pfirst[nd] + 1) * sizeof *pr);
+	if (!pr)
+		return -1;
+	for (size_t v = 0; v < n; v++) {
+		uint32_t i = dfn[v];
+		if (i == NONE)
+			continue;
+		for (uint32_t k = ef[v]; k < ef[v + 1]; k++) {
+			uint32_t t = dfn[heap_edge_to(&s->e[k])];
+			if (t < i)
+				pr[--pfirst[t]] = i;
+		}
+	}
+	*pred = pr;
+	return 0;
+}
+
+/* Lengauer-Tarjan's EVAL over numbers: the least semidominator on the
+ * path of linked objects from V up to (not including) the first object
+ * not linked yet; V itself when V is not linked (its semidominator is
+ * still its number). ANC[u]: the object U is linked to (NONE: not
+ * linked), shortened by path halving; BEST[u]: the least semidominator
+ * from U up to (not including) ANC[u], which halving keeps true with
+ * no stack. */
+static uint32_t snca_eval(uint32_t v, uint32_t *anc, uint32_t *best)
+{
+	uint32_t m = v;
+	for (uint32_t u = v; anc[u] != NONE; u = anc[u]) {
+		uint32_t a = anc[u];
+		if (anc[a] != NONE) {
+			if (best[a] < best[u])
+				best[u] = best[a];
+			anc[u] = anc[a];
+		}
+		if (best[u] < m)
+			m = best[u];
+	}
+	return m;
+}
+
+/* Semi-NCA over the ND reached objects: IDOM[i] enters as the number of
+ * i's depth-first parent and leaves as that of its immediate dominator
+ * (IDOM[0] = 0); PFIRST/PRED the predecessors numbered above and BEST
+ * the least one below (graph_preds), PFIRST spent: each object's
+ * semidominator is kept over the start of the next one's list once its
+ * own list is read; ANC (ND entries) scratch. 0, or -1 when the climbs
+ * took too many steps (IDOM is then spent: Lengauer-Tarjan's turn). */
+static int snca_idoms(uint32_t nd, uint32_t *idom, uint32_t *pfirst, const uint32_t *pred,
+		      uint32_t *anc, uint32_t *best)
+{
+	/* the climbs below: one or two steps per object on heaps, but as
+	 * many as the dominator tree is deep for an object whose parent is
+	 * deep and whose semidominator is not (a long list ending in many
+	 * objects also held from above it): past this many steps, -1 */
+	uint64_t budget = 16 * ((uint64_t)nd + pfirst[nd]) + (1u << 24);
+	uint32_t *semi = pfirst + 1;   /* semi[i] over pfirst[i + 1], once i's list is read */
+	for (uint32_t i = 0; i < nd; i++)
+		anc[i] = NONE;
+	for (uint32_t i = nd; i-- > 1;) {
+		uint32_t sw = best[i];   /* at most the parent's number */
+		for (uint32_t k = pfirst[i]; k < pfirst[i + 1]; k++) {
+			uint32_t u = snca_eval(pred[k], anc, best);
+			if (u < sw)
+				sw = u;
+		}
+		semi[i] = sw;
+		best[i] = sw;
+		anc[i] = idom[i];
+	}
+	/* the nearest common ancestor of the parent and the semidominator:
+	 * up from the parent, in the tree of the objects numbered before */
+	idom[0] = 0;
+	for (uint32_t i = 1; i < nd; i++) {
+		uint32_t c = idom[i];
+		while (c > semi[i]) {
+			c = idom[c];
+			if (!budget--)
+				return -1;
+		}
+		idom[i] = c;
+	}
+	return 0;
+}
+
+/* ---- Lengauer-Tarjan, the fallback of semi-NCA ---- */
+
+/* Lengauer-Tarjan's EVAL with path compression, iterative: the vertex
+ * of least semi on the path from V up to the forest root. */
+static uint32_t lt_eval(uint32_t v, uint32_t *anc, uint32_t *label, const uint32_t *semi,
+			uint32_t *stack)
+{
+	if (anc[v] == NONE)
+		return v;
+	/* compress: the chain of ancestors that have ancestors */
+	size_t n = 0;
+	for (uint32_t u = v; anc[anc[u]] != NONE; u = anc[u])
+		stack[n++] = u;
+	while (n > 0) {
+		uint32_t u = stack[--n];
+		if (semi[label[anc[u]]] < semi[label[u]])
+			label[u] = label[anc[u]];
+		anc[u] = anc[anc[u]];
+	}
+	return label[v];
+}
+
+/* lt_idoms's depth-first numbering from the root, iterative (STK, STKE: room for
+ * nn): DFN[v] (NONE on entry for all: unreached stays so), VERTEX in
+ * that order, PARENT in the tree. Returns how many were reached. */
+static uint32_t lt_dfs_number(const struct heap_state *s, uint32_t *dfn, uint32_t *vertex,
+			   uint32_t *parent, uint32_t *stk, uint32_t *stke)
+{
+	const uint32_t *ef = s->efirst;
+	uint32_t nd = 0;
+	size_t sp = 0;
+	dfn[0] = nd;
+	vertex[nd++] = 0;
+	parent[0] = NONE;
+	stk[sp] = 0;
+	stke[sp++] = ef[0];
+	while (sp > 0) {
+		uint32_t v = stk[sp - 1];
+		if (stke[sp - 1] >= ef[v + 1]) {
+			sp--;
+			continue;
+		}
+		uint32_t w = heap_edge_to(&s->e[stke[sp - 1]++]);
+		if (dfn[w] != NONE)
+			continue;
+		dfn[w] = nd;
+		vertex[nd++] = w;
+		parent[w] = v;
+		stk[sp] = w;
+		stke[sp++] = ef[w];
+	}
+	return nd;
+}
+
+/* lt_idoms's predecessors of the reached objects (DFN[v] != NONE) of S as CSR:
  * PFIRST (N + 1 entries, zeroed) and *PRED; FILL (N entries) is
  * scratch. 0, or -1: no memory. */
-static int graph_preds(const struct heap_state *s, const uint32_t *dfn, uint32_t *pfirst,
+static int lt_preds(const struct heap_state *s, const uint32_t *dfn, uint32_t *pfirst,
 		       uint32_t **pred, uint32_t *fill)
 {
 	size_t n = s->nn;
@@ -667,7 +831,7 @@ static int graph_preds(const struct heap_state *s, const uint32_t *dfn, uint32_t
  * depth-first numbers (turned into semidominators), the predecessors
  * PFIRST/PRED, STK scratch: IDOM (N entries) the immediate dominators,
  * NONE where unreached. 0, or -1: no memory. */
-static int graph_idoms(size_t n, uint32_t nd, const uint32_t *vertex, const uint32_t *parent,
+static int lt_idoms(size_t n, uint32_t nd, const uint32_t *vertex, const uint32_t *parent,
 		       uint32_t *semi, const uint32_t *pfirst, const uint32_t *pred, uint32_t *stk,
 		       uint32_t *idom)
 {
@@ -715,12 +879,107 @@ out:
 	return rc;
 }
 
+/* graph_idoms by Lengauer and Tarjan's own form (40 bytes per object
+ * and 4 per reference at once; O(m log n) on every shape): when
+ * semi-NCA's climbs exceed their budget. */
+static uint32_t *graph_idoms_lt(struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
+{
+	size_t n = s->nn;
+	/* past --max-memory (HEAP_COST_NODE counts on semi-NCA): cut */
+	uint64_t cost = (uint64_t)n * (HEAP_COST_NODE_LT + (s->want_names ? HEAP_COST_NAMED : 0)) +
+			(uint64_t)s->ne * HEAP_COST_EDGE;
+	if (s->mem_limit && cost > s->mem_limit) {
+		snprintf(s->mem_cut, sizeof s->mem_cut,
+			 "the dominators of this graph's shape would take more than %" PRIu64
+			 " MiB (--max-memory)", (s->mem_limit + (1u << 20) - 1) >> 20);
+		s->graph_cut = s->mem_cut;
+		return NULL;
+	}
+	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
+		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
+	uint32_t *pred = NULL, *idom = NULL;
+	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
+		goto nomem;
+	for (size_t i = 0; i < n; i++)
+		semi[i] = NONE;
+	uint32_t nd = lt_dfs_number(s, semi, vertex, parent, stk, stke);
+	if (lt_preds(s, semi, pfirst, &pred, stke) < 0 || !(idom = malloc(n * sizeof *idom)) ||
+	    lt_idoms(n, nd, vertex, parent, semi, pfirst, pred, stk, idom) < 0)
+		goto nomem;
+	*vertexp = vertex;
+	*ndp = nd;
+	vertex = NULL;
+	goto out;
+nomem:
+	free(idom);
+	idom = NULL;
+out:
+	free(semi); free(vertex); free(parent); free(stk); free(stke); free(pfirst); free(pred);
+	return idom;
+}
+
+/* Immediate dominators of S's objects (N entries, malloc'ed, NONE where
+ * unreached; NULL: no memory, or S->graph_cut set); *VERTEXP the nodes in depth-first order
+ * (N entries, malloc'ed) and *NDP how many were reached. */
+static uint32_t *graph_idoms(struct heap_state *s, uint32_t **vertexp, uint32_t *ndp)
+{
+	size_t n = s->nn;
+	uint32_t *dfn = malloc(n * sizeof *dfn), *vertex = malloc(n * sizeof *vertex),
+		 *parent = malloc(n * sizeof *parent), *pfirst = malloc((n + 1) * sizeof *pfirst);
+	uint32_t *pred = NULL, *best = NULL, *idom = NULL;
+	if (!dfn || !vertex || !parent || !pfirst)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		dfn[i] = NONE;
+	uint32_t nd = dfs_number(s, dfn, vertex, parent, pfirst);
+	/* VERTEX is not needed until the end: the same search gives it
+	 * again then, when the predecessors are gone (4 bytes per object
+	 * less at the peak for a second search's time) */
+	free(vertex);
+	vertex = NULL;
+	if (!(best = malloc(n * sizeof *best)) || graph_preds(s, dfn, nd, pfirst, &pred, best) < 0)
+		goto out;
+	/* DFN is spent: its room is ANC */
+	int rc = snca_idoms(nd, parent, pfirst, pred, dfn, best);
+	free(pred); free(best);
+	pred = best = NULL;
+	if (rc < 0) {
+		free(parent); free(pfirst); free(dfn);
+		return graph_idoms_lt(s, vertexp, ndp);
+	}
+	/* PARENT holds the dominators by number: the search again, with
+	 * other scratch for its parents */
+	uint32_t *par2 = malloc(n * sizeof *par2);
+	if (!par2 || !(vertex = malloc(n * sizeof *vertex))) {
+		free(par2);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		dfn[i] = NONE;
+	dfs_number(s, dfn, vertex, par2, pfirst);
+	free(par2); free(pfirst); free(dfn);
+	par2 = pfirst = dfn = NULL;
+	if (!(idom = malloc(n * sizeof *idom)))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		idom[i] = NONE;
+	for (uint32_t i = 0; i < nd; i++)
+		idom[vertex[i]] = vertex[parent[i]];
+	*vertexp = vertex;
+	*ndp = nd;
+	vertex = NULL;
+out:
+	free(dfn); free(vertex); free(parent); free(pfirst); free(pred); free(best);
+	return idom;
+}
+
 /* Retained sizes of S's objects (N entries, malloc'ed; NULL: no memory)
- * from IDOM, in reverse depth-first order (VERTEX, ND reached) so each
- * object comes before its dominator; the unreached ones (DFN NONE)
- * counted in S. */
-static uint64_t *graph_retained(struct heap_state *s, const uint32_t *dfn, const uint32_t *vertex,
-				uint32_t nd, const uint32_t *idom)
+ * from IDOM (NONE: unreached), in reverse depth-first order (VERTEX, ND
+ * reached) so each object comes before its dominator; the unreached
+ * ones counted in S. */
+static uint64_t *graph_retained(struct heap_state *s, const uint32_t *vertex, uint32_t nd,
+				const uint32_t *idom)
 {
 	size_t n = s->nn;
 	uint64_t *ret = malloc(n * sizeof *ret);
@@ -729,8 +988,8 @@ static uint64_t *graph_retained(struct heap_state *s, const uint32_t *dfn, const
 	s->unreached = n - nd;
 	s->unreached_bytes = 0;
 	for (size_t i = 0; i < n; i++) {
-		ret[i] = dfn[i] == NONE ? 0 : s->nself[i];
-		if (dfn[i] == NONE)
+		ret[i] = idom[i] == NONE ? 0 : s->nself[i];
+		if (idom[i] == NONE)
 			s->unreached_bytes += s->nself[i];
 	}
 	for (uint32_t i = nd; i-- > 1;) {
@@ -754,38 +1013,18 @@ int heap_graph_finish(struct heap_state *s)
 	size_t n = s->nn;
 	if (s->graph_cut)
 		return -1;
-	/* Lengauer-Tarjan needs 40 bytes per object and 4 per reference
-	 * (the predecessors) while it runs; then the retained sizes (8
-	 * kept) and the shortest paths (8 kept, VERTEX their queue). SEMI
-	 * starts as the depth-first number (NONE: unreached, which it
-	 * stays). An iteration over successors (Cooper-Harvey-Kennedy)
-	 * needs less but is quadratic on a long list whose nodes share a
-	 * referent (a class, a metatable). */
-	uint32_t *semi = malloc(n * sizeof *semi), *vertex = malloc(n * sizeof *vertex),
-		 *parent = malloc(n * sizeof *parent), *stk = malloc(n * sizeof *stk),
-		 *stke = malloc(n * sizeof *stke), *pfirst = calloc(n + 1, sizeof *pfirst);
-	uint32_t *pred = NULL, *idom = NULL, *pp = NULL, *pe = NULL, *dfn = semi;
+	/* the dominators (16 bytes per object and 4 per reference listed
+	 * while they run, 20 for the second search, 8 kept with the
+	 * depth-first order), then the retained
+	 * sizes (8 kept) and the shortest paths (8 kept, the depth-first
+	 * order their queue). An iteration over successors
+	 * (Cooper-Harvey-Kennedy) needs less but is quadratic on a long
+	 * list whose nodes share a referent (a class, a metatable). */
+	uint32_t *vertex = NULL, *idom = NULL, *pp = NULL, *pe = NULL, nd = 0;
 	uint64_t *ret = NULL;
 	int rc = -1;
-	if (!semi || !vertex || !parent || !stk || !stke || !pfirst)
+	if (!(idom = graph_idoms(s, &vertex, &nd)) || !(ret = graph_retained(s, vertex, nd, idom)))
 		goto nomem;
-	for (size_t i = 0; i < n; i++)
-		dfn[i] = NONE;
-	uint32_t nd = dfs_number(s, dfn, vertex, parent, stk, stke);
-	/* STKE is scratch for the predecessors: the DFS is done */
-	if (graph_preds(s, dfn, pfirst, &pred, stke) < 0)
-		goto nomem;
-	free(stke);
-	stke = NULL;
-	if (!(idom = malloc(n * sizeof *idom)) ||
-	    graph_idoms(n, nd, vertex, parent, semi, pfirst, pred, stk, idom) < 0)
-		goto nomem;
-	free(parent); free(stk); free(pfirst); free(pred);
-	parent = stk = pfirst = pred = NULL;
-	if (!(ret = graph_retained(s, dfn, vertex, nd, idom)))
-		goto nomem;
-	free(semi);
-	semi = dfn = NULL;
 	top_retainers(s, ret, idom);
 	by_metatable(s);
 	pp = malloc(n * sizeof *pp);
@@ -802,10 +1041,10 @@ int heap_graph_finish(struct heap_state *s)
 	rc = 0;
 	goto out;
 nomem:
-	s->graph_cut = "out of memory";
+	if (!s->graph_cut)   /* (or the fallback's --max-memory) */
+		s->graph_cut = "out of memory";
 out:
-	free(semi); free(vertex); free(parent); free(stk); free(stke); free(pfirst); free(pred);
-	free(idom); free(pp); free(pe); free(ret);
+	free(vertex); free(idom); free(pp); free(pe); free(ret);
 	return rc;
 }
 

@@ -56,9 +56,12 @@ const char *heap_type_name(int t);
 #define HEAP_FLAGS_MAX_MIB(flags) ((flags) >> 8)
 /* What the graph takes at its peak, estimated per object and per
  * reference as it grows (docs/heap.md §7: the walk 17 + 12 per
- * reference, the resolution up to 28 + 12, the dominators 57 + 12;
- * names for -f heapsnapshot 16 more per object). */
-#define HEAP_COST_NODE 57u
+ * reference, the resolution up to 28 + 12, the dominators 33 + 12,
+ * the second depth-first search 37 + 8, the shortest paths 41 + 8;
+ * names for -f heapsnapshot 16 more per object). Lengauer-Tarjan, when
+ * semi-NCA's climbs run long, takes 57 + 12: checked then. */
+#define HEAP_COST_NODE 41u
+#define HEAP_COST_NODE_LT 57u
 #define HEAP_COST_NAMED 16u
 #define HEAP_COST_EDGE 12u
 
@@ -249,12 +252,13 @@ void heap_closure(struct heap_state *s, uint64_t proto, uint64_t bytes);
  * into a node index (those to no object walked are dropped and counted
  * in edges_lost), then computes the shortest path from the root to each
  * object (breadth first: _G before the registry), the dominator tree
- * (Lengauer-Tarjan, iterative) and the retained size of every object:
+ * (semi-NCA; Lengauer-Tarjan on shapes it is slow on) and the retained
+ * size of every object:
  * its own bytes plus those of every object reachable only through it,
  * as Chrome DevTools and Eclipse MAT compute it. Memory, docs/heap.md §7:
- * per object 17 bytes in the walk, 37 kept and 40 more while the
- * dominators are computed; per reference 12 in the walk, 8 kept and 4
- * more for the dominators. */
+ * per object 17 bytes in the walk, 37 kept and at most 24 more while
+ * the dominators (semi-NCA) are computed; per reference 12 in the walk,
+ * 8 kept and 4 more for the dominators. */
 
 #define HEAP_MAX_NODES 40000000u  /* objects in the graph; past it no graph (graph_cut) */
 #define HEAP_MAX_EDGES 200000000u /* references kept; past it the graph is cut */

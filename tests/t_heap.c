@@ -230,6 +230,74 @@ static void test_deep_list(void)
 	heap_state_free(&s);
 }
 
+/* Semi-NCA's bad shape: a list K long from the root whose last node
+ * holds M objects that a hub the root also holds refers to, met after
+ * the list: each of the M is dominated by the root, and semi-NCA would
+ * climb the whole list for each (K * M steps); past its budget
+ * Lengauer-Tarjan runs instead; with MEM_LIMIT (--max-memory) between
+ * their costs the graph is cut, saying so. The state is left in *SP
+ * (the caller frees it). */
+static void fan_under_list(struct heap_state *sp, uint64_t mem_limit)
+{
+	struct heap_state s;
+	heap_state_init(&s, 0x1000);
+	s.mem_limit = mem_limit;
+	uint32_t k = 100000, m = 100000;
+	uint64_t list = 0x100000, fan = list + 32 * (uint64_t)(k + 1), hub = fan + 32 * (uint64_t)(m + 1);
+	heap_node(&s, 0, HEAP_TABLE, 0);
+	heap_edges_begin(&s, 0);
+	heap_edge(&s, list + 32, HEAP_E_ROOT, "list", 0);
+	heap_edge(&s, hub, HEAP_E_ROOT, "hub", 0);
+	for (uint32_t v = 1; v <= k; v++) {   /* nodes 1 .. k */
+		int64_t i = heap_node(&s, list + 32 * (uint64_t)v, HEAP_TABLE, 10);
+		heap_edges_begin(&s, (uint32_t)i);
+		if (v < k)
+			heap_edge(&s, list + 32 * (uint64_t)(v + 1), HEAP_E_KEY, "next", 0);
+		else
+			for (uint32_t j = 1; j <= m; j++)
+				heap_edge(&s, fan + 32 * (uint64_t)j, HEAP_E_INDEX, NULL, j);
+	}
+	for (uint32_t j = 1; j <= m; j++)   /* nodes k + 1 .. k + m */
+		heap_node(&s, fan + 32 * (uint64_t)j, HEAP_TABLE, 1);
+	int64_t h = heap_node(&s, hub, HEAP_TABLE, 0);
+	heap_edges_begin(&s, (uint32_t)h);
+	for (uint32_t j = 1; j <= m; j++)
+		heap_edge(&s, fan + 32 * (uint64_t)j, HEAP_E_INDEX, NULL, j);
+	if (mem_limit) {   /* semi-NCA's bound passed, Lengauer-Tarjan's not */
+		CHECK(heap_graph_finish(&s) == -1 && s.graph_cut && strstr(s.graph_cut, "dominators"));
+		CHECK(s.idom == NULL && s.retained == NULL);
+		*sp = s;
+		return;
+	}
+	if (heap_graph_finish(&s) != 0 || !s.idom) {
+		printf("FAIL fan under list: no dominators: %s\n", s.graph_cut ? s.graph_cut : "?");
+		failures++;
+		*sp = s;
+		return;
+	}
+	int bad = 0;
+	for (uint32_t v = 2; v <= k; v++)
+		bad += s.idom[v] != v - 1;
+	for (uint32_t j = 1; j <= m; j++)
+		bad += s.idom[k + j] != 0;
+	CHECK(bad == 0);
+	CHECK(s.idom[1] == 0 && s.idom[h] == 0);
+	CHECK(s.retained[1] == 10ull * k && s.retained[h] == 0);
+	*sp = s;
+}
+
+static void test_fan_under_list(void)
+{
+	struct heap_state s;
+	fan_under_list(&s, 0);
+	/* --max-memory between semi-NCA's cost and Lengauer-Tarjan's */
+	uint64_t lo = s.nn * (uint64_t)HEAP_COST_NODE + s.ne * (uint64_t)HEAP_COST_EDGE;
+	uint64_t hi = s.nn * (uint64_t)HEAP_COST_NODE_LT + s.ne * (uint64_t)HEAP_COST_EDGE;
+	heap_state_free(&s);
+	fan_under_list(&s, lo + (hi - lo) / 2);
+	heap_state_free(&s);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -238,6 +306,7 @@ int main(void)
 		test_random(2 + (int)rnd(MAXN - 1), 1 + (int)rnd(3));
 	test_chain();
 	test_deep_list();
+	test_fan_under_list();
 	if (failures)
 		printf("%d failures\n", failures);
 	else
