@@ -1491,6 +1491,23 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
 
+/* Is the C-kind function FN (fn_kind() 1) an ASM fast function, whose
+ * code runs in the VM with no native frame of its own? Its pc field
+ * points into GG_State's bcff[], whose instructions have opcodes from
+ * BC__MAX on; a library function written in C (LIBINIT_CF) points to
+ * g->bc_cfunc_int (BC_FUNCC), any other C function to bc_cfunc_ext
+ * (BC_FUNCCW): lj_lib.c lj_lib_register(), lj_dispatch.c. Its f field
+ * is no help: it holds the C fallback (lj_ffh_*), outside the VM.
+ * 1 yes, 0 no or unreadable. docs/luajit.md §10.4. */
+static int fn_asm(struct ctx *c, uint64_t fn)
+{
+	uint64_t fpc = 0;
+	uint32_t ins;
+	if (rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0 || !fpc || mem_read_u32(c->m, fpc, &ins) < 0)
+		return 0;
+	return (ins & 0xff) >= BC__MAX;
+}
+
 /* The pc candidate is inside the bytecode of the Lua function at BASE?
  * NEED_LUA 0: any function's frame; 1: a Lua function's with PC in it;
  * 2: that, or an ASM fast function's (code in the VM); 3: a Lua
@@ -1510,12 +1527,12 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
 	if (k == 1 && need_lua == 4) {
 		uint64_t fpc = 0;
-		if (!pc || in_vm(c->vm, f) || rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0)
+		if (!pc || fn_asm(c, fn) || rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0)
 			return 0;
 		return pc == fpc || pc == fpc + 4 || pc == (uint64_t)link;
 	}
 	if (k == 1)
-		return !need_lua || (need_lua == 2 && in_vm(c->vm, f));
+		return !need_lua || (need_lua == 2 && fn_asm(c, fn));
 	if (k != 0 || need_lua == 4)
 		return 0;
 	struct lj_ptinfo *pi;
@@ -2165,11 +2182,17 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 	int nc = top_candidates(w, i, cf, L, base, iscb, cand, 12, &glue);
 	int misfit = 0;
 	for (int k = 0; k < nc; k++) {
-		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode)) {
+			msg_debug(3, "luajit: top candidate %d: base 0x%llx pc 0x%llx mode %d: not a frame",
+				  k, (unsigned long long)cand[k].base, (unsigned long long)cand[k].pc, cand[k].mode);
 			continue;
+		}
 		struct segwalk t2 = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
 		int steps = c->steps;
 		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
+			msg_debug(3, "luajit: top candidate %d: base 0x%llx pc 0x%llx mode %d: walk failed (%s)",
+				  k, (unsigned long long)cand[k].base, (unsigned long long)cand[k].pc, cand[k].mode,
+				  c->why ? c->why : "?");
 			c->steps = steps;
 			continue;
 		}
@@ -2304,8 +2327,13 @@ static int walk_vm_frame(struct wctx *w, int i)
 			uint64_t spc = 0;
 			rd_ref(c, cf + c->l->cf_pc, &spc);
 			if (iscb <= 0 && w->have && w->s->vmstate == LJ_VMST_INTERP && L == w->s->cur_L &&
-			    (lcf & ~3ull) == cf && spc && spc != L && base_ok(c, stack, base, 0, 0))
+			    (lcf & ~3ull) == cf && spc && spc != L && base_ok(c, stack, base, 0, 0)) {
+				msg_debug(3, "luajit: interpreter without a top frame: rip vm+0x%llx rdx 0x%llx rbx 0x%llx L->base 0x%llx SAVE_PC 0x%llx",
+					  (unsigned long long)(w->ts->regs.rip - c->vm->vm_start),
+					  (unsigned long long)w->ts->regs.rdx, (unsigned long long)w->ts->regs.rbx,
+					  (unsigned long long)base, (unsigned long long)spc);
 				return FAIL(-LS_E_GARBAGE, "interpreter on the innermost cframe without a top frame");
+			}
 			memset(&w->sw, 0, sizeof w->sw);
 			return append_segment(w, i, NULL, 0);
 		}
@@ -2462,6 +2490,13 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
 	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
 	memcpy(&base, h + vm->ol->L_base, 8);
 	return thread_frames(&c, L, lj_gcptr(vm->ol, stack), base, out, max);
+}
+
+int lj_top_frame_ok(struct vm *vm, struct mem *m, uint64_t stack, uint64_t base, uint64_t pc,
+		    int need)
+{
+	struct ctx c = ctx_make(vm, NULL, m);
+	return base_ok(&c, stack, base, pc, need);
 }
 
 /* All Lua frames of thread L from BASE down into FB (grown up to

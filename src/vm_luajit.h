@@ -312,6 +312,16 @@ void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 /* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
+/* vm_luajit.c: does the frame at BASE (its function at BASE-2 slots, on
+ * the Lua stack from STACK) fit a top-frame candidate with PC, as NEED
+ * asks? NEED 0 any function, 1 a Lua function with PC in its bytecode,
+ * 2 that or an ASM fast function (code in the VM: its pc field points
+ * to an instruction with an opcode from BC__MAX on, GG_State's bcff[]),
+ * 3 a Lua function, PC unknown, 4 a C function (not ASM) whose frame
+ * the VM is entering or leaving (PC its pc field, +4, or the frame's
+ * link). 1 fits, 0 not. For tests; docs/luajit.md §10.4. */
+int lj_top_frame_ok(struct vm *vm, struct mem *m, uint64_t stack, uint64_t base, uint64_t pc,
+		    int need);
 /* vm_luajit.c: the name of the function called from Lua function
  * CALLERFN (a GCfuncL address) by the call instruction just before PC
  * (a bytecode address, as a frame's return PC), from the caller's
