@@ -36,6 +36,7 @@
 #define FB_FRAMES 256         /* first size of a walk's scratch frames (grown) */
 #define MAX_SEGS 64
 #define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
+#define LJ_ENTRY_WINDOW 128   /* bytes after an entry's register saves to its cframe's link */
 #define LJ_FFICB_NATIVE 128   /* native frames looked through for lj_vm_ffi_call */
 #define LJ_FFICALL_SIZE 4096  /* bytes of lj_vm_ffi_call's code past vm_end, at most */
 
@@ -733,6 +734,7 @@ struct segwalk {
 	int full;           /* walk_seg stopped because OUT was full: call again */
 	struct lj_lframe *lf; /* or NULL: what dump --locals needs of OUT[i], in LF[i] */
 	int endk;           /* how the last walk_seg ended: SEG_END_* */
+	uint64_t link0;     /* nonzero: the link of frame F (its slot holds a result) */
 };
 
 /* How a cframe's segment ended (struct segwalk.endk): at the bottom of L
@@ -764,6 +766,10 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		int64_t link;
 		if (rd_frame(c, f, &fn, &link) < 0)
 			return -LS_E_FAULT;
+		if (sw->link0) {
+			link = (int64_t)sw->link0;
+			sw->link0 = 0;
+		}
 		struct frame fr;
 		int rc = make_frame(c, fn, f, sw->pc, &fr);
 		if (rc < 0) {
@@ -1514,7 +1520,11 @@ static int fn_asm(struct ctx *c, uint64_t fn)
  * function's, PC unknown; 4: a C function's that the VM is entering or
  * leaving: PC is the function's pc field (ins_call loads it, then steps
  * past the BC_FUNCC/FUNCCW instruction there) or the frame's link (the
- * return path loads it): vm_x64.dasc ins_call, vm_returnc. */
+ * return path loads it): vm_x64.dasc ins_call, vm_returnc; 5: an ASM
+ * fast function's whose link slot holds its first result (a TValue, not
+ * a link: GC64 only), PC its link: the VM's return path (vm_x64.dasc
+ * ff_coroutine_resume stores true at BASE-8, then moves the results
+ * down to BASE-16 in vm_return/BC_RET_Z with the link in PC). */
 static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, int need_lua)
 {
 	if (!base || (base & 7) || base <= stack + 8 * (1 + c->fr2) || base - stack > (64u << 20))
@@ -1531,9 +1541,11 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 			return 0;
 		return pc == fpc || pc == fpc + 4 || pc == (uint64_t)link;
 	}
+	if (k == 1 && need_lua == 5)
+		return c->fr2 && (uint64_t)link >> 47 && pc && fn_asm(c, fn);
 	if (k == 1)
 		return !need_lua || (need_lua == 2 && fn_asm(c, fn));
-	if (k != 0 || need_lua == 4)
+	if (k != 0 || need_lua >= 4)
 		return 0;
 	struct lj_ptinfo *pi;
 	if (rd_proto(c, pt, &pi) < 0)
@@ -1973,10 +1985,35 @@ static void debug_no_cframe(struct wctx *w, int i, uint64_t cf, uint64_t L)
 		  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
 }
 
+/* Is PC in the first LJ_ENTRY_WINDOW bytes after an entry's register
+ * saves (struct lj_edge, not exit), with no other sequence between?
+ * There lj_vm_call, lj_vm_pcall, lj_vm_cpcall, lj_vm_resume and
+ * vm_ffi_callback store SAVE_L and link their cframe into L->cframe
+ * (vm_resume then sets the coroutine's status; vm_ffi_callback leaves
+ * both to lj_ccallback_enter): at most 0x7b bytes on in Debian's luajit
+ * 2.1 (vm_x64.dasc). docs/luajit.md §10.7. */
+static int entry_window(const struct vm *vm, uint64_t pc)
+{
+	uint64_t end = 0; /* the nearest entry's end at or below PC */
+	for (int j = 0; j < vm->nedge; j++) {
+		const struct lj_edge *e = &vm->edge[j];
+		uint64_t x = e->addr + e->off[e->ninsn];
+		if (!e->exit && x <= pc && x > end)
+			end = x;
+	}
+	if (!end || pc - end >= LJ_ENTRY_WINDOW)
+		return 0;
+	for (int j = 0; j < vm->nedge; j++)
+		if (vm->edge[j].addr >= end && vm->edge[j].addr <= pc)
+			return 0; /* another sequence between: PC is past that entry */
+	return 1;
+}
+
 /* The cframe of VM native frame I: its rsp, or, where the VM's one CFI
  * rule (CFA = rsp+80) is off, one found nearby; then the native stack is
- * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, or
- * -LS_E_* when there is none. */
+ * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, 1 when
+ * frame 0 is a VM entry whose cframe is not linked yet (entry_window():
+ * no Lua frames of its own), or -LS_E_* when there is none. */
 static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_t *g)
 {
 	struct ctx *c = &w->c;
@@ -1984,6 +2021,16 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	*L = *g = 0;
 	if (cframe_L(c, *cf, L, g) == 0)
 		return 0;
+	/* stopped in a VM entry after its register saves, before it stored
+	 * SAVE_L or linked its cframe (or resumed the coroutine it names):
+	 * no Lua frame is this cframe's yet, they go on the next VM frame.
+	 * Searching up put them on table.sort's cframe, where none fitted
+	 * (lj_vm_call) */
+	if (i == 0 && w->innermost && (w->ns->f[0].flags & NF_LEAF) && entry_window(c->vm, w->ns->f[0].pc)) {
+		msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
+			  (unsigned long long)w->ns->f[0].pc, c->why ? c->why : "?");
+		return 1;
+	}
 	/* The VM calls a few internal subroutines (vm_mod, vm_floor...) with
 	 * `call`: stopped there, rsp is the cframe minus one or two return
 	 * addresses. In the trace exit handler (registers pushed below the
@@ -2116,6 +2163,14 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * an ASM fast function runs there; at a call/return BASE is
 		 * set before PC */
 		CAND(rdx, rbx, 2);
+		/* an ASM fast function returning: its first result covers
+		 * its link, which PC holds (mode 5) */
+		CAND(rdx, rbx, 5);
+		/* coroutine.resume's ASM code after it stored L->base: BASE
+		 * one slot up keeps the resumed thread on the stack for the
+		 * GC (vm_x64.dasc ff_coroutine_resume) */
+		if (rdx == base + 8)
+			CAND(base, 0, 2);
 		/* BC_FUNCC/FUNCCW before or after the C function's own
 		 * frame: L->base may already be its BASE, so without this
 		 * the next VM frame would take the frames of this cframe */
@@ -2187,7 +2242,9 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 				  k, (unsigned long long)cand[k].base, (unsigned long long)cand[k].pc, cand[k].mode);
 			continue;
 		}
-		struct segwalk t2 = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
+		uint64_t link0 = cand[k].mode == 5 ? cand[k].pc : 0;
+		uint64_t pc0 = cand[k].mode == 5 ? 0 : cand[k].pc;
+		struct segwalk t2 = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = pc0, .link0 = link0 };
 		int steps = c->steps;
 		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
 			msg_debug(3, "luajit: top candidate %d: base 0x%llx pc 0x%llx mode %d: walk failed (%s)",
@@ -2200,7 +2257,8 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 			misfit++;
 			continue;
 		}
-		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
+		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = pc0,
+					  .link0 = link0 };
 		return 1;
 	}
 	/* VM entry/exit glue has no Lua frame of its own, unless the
@@ -2284,6 +2342,8 @@ static int walk_vm_frame(struct wctx *w, int i)
 	int rc = find_cframe(w, i, &cf, &L, &g);
 	if (rc < 0)
 		return rc;
+	if (rc == 1)
+		return append_segment(w, i, NULL, 0); /* an entry in progress */
 	if (w->have && w->nmet < LJ_RECENT && !in_list(w->met, w->nmet, L))
 		w->met[w->nmet++] = L;
 	int32_t nres = 0;
