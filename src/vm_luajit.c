@@ -1992,7 +1992,7 @@ static void debug_no_cframe(struct wctx *w, int i, uint64_t cf, uint64_t L)
  * (vm_resume then sets the coroutine's status; vm_ffi_callback leaves
  * both to lj_ccallback_enter): at most 0x7b bytes on in Debian's luajit
  * 2.1 (vm_x64.dasc). docs/luajit.md §10.7. */
-static int entry_window(const struct vm *vm, uint64_t pc)
+int lj_entry_window(const struct vm *vm, uint64_t pc)
 {
 	uint64_t end = 0; /* the nearest entry's end at or below PC */
 	for (int j = 0; j < vm->nedge; j++) {
@@ -2012,7 +2012,7 @@ static int entry_window(const struct vm *vm, uint64_t pc)
 /* The cframe of VM native frame I: its rsp, or, where the VM's one CFI
  * rule (CFA = rsp+80) is off, one found nearby; then the native stack is
  * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, 1 when
- * frame 0 is a VM entry whose cframe is not linked yet (entry_window():
+ * frame 0 is a VM entry whose cframe is not linked yet (lj_entry_window():
  * no Lua frames of its own), or -LS_E_* when there is none. */
 static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_t *g)
 {
@@ -2026,7 +2026,7 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	 * no Lua frame is this cframe's yet, they go on the next VM frame.
 	 * Searching up put them on table.sort's cframe, where none fitted
 	 * (lj_vm_call) */
-	if (i == 0 && w->innermost && (w->ns->f[0].flags & NF_LEAF) && entry_window(c->vm, w->ns->f[0].pc)) {
+	if (i == 0 && w->innermost && (w->ns->f[0].flags & NF_LEAF) && lj_entry_window(c->vm, w->ns->f[0].pc)) {
 		msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
 			  (unsigned long long)w->ns->f[0].pc, c->why ? c->why : "?");
 		return 1;

@@ -309,6 +309,19 @@ static void test_asm_fastfunc(void)
 	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0x400010, 2) == 1);
 	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, ins + 4, 4) == 0);
 	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0, 1) == 0);
+	/* its return path (mode 5): the first result (true) over the link
+	 * slot, PC the link; refused while the slot holds a link, and for
+	 * a C function */
+	uint64_t link = 0;
+	memcpy(&link, lj_img_at(&im, base - 8), 8);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 5) == 0);
+	lj_img_put64(&im, base - 8, 0xfffeffffffffffffull);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 5) == 1);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0, 5) == 0);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 2) == 1);
+	lj_img_put32(&im, ins, 95 | 3u << 8);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 5) == 0);
+	lj_img_put32(&im, ins, 97 + 5);
 	/* a pc field pointing nowhere: not ASM */
 	lj_img_putref(&im, fn + lj_obj_gc64.fn_pc, 0x99990000);
 	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0x400010, 2) == 0);

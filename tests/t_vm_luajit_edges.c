@@ -3,7 +3,7 @@
  * (vm_x64.dasc saveregs/restoreregs), over synthetic code: the four- and
  * six-register forms, the FFI callback's form (no push rbp), ret and jmp
  * exits, a wrong order, a wrong frame size, a sequence cut by the end of
- * the code, and random bytes. */
+ * the code, and random bytes; and lj_entry_window() over them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +106,42 @@ static void test_random(void)
 	}
 }
 
+/* lj_entry_window: the 128 bytes after an entry's saves (lj_vm_call &
+ * co. before they store SAVE_L and link their cframe), not before the
+ * sub, not after an exit's, not past another sequence. Debian's luajit
+ * stores the link 0x2d-0x56 bytes on, vm_ffi_callback calls
+ * lj_ccallback_enter 0x7a bytes on. */
+static void test_entry_window(void)
+{
+	uint8_t code[1024];
+	memset(code, 0x90, sizeof code);
+	put(code, 100, save4, sizeof save4);   /* entry, ends at 110 */
+	put(code, 300, rest4, sizeof rest4);   /* exit, ends at 311 */
+	put(code, 600, save4, sizeof save4);   /* entry, ends at 610 */
+	put(code, 660, rest4, sizeof rest4);   /* exit 50 bytes on */
+	put(code, 800, saveu + 1, sizeof saveu - 1); /* the callback's, ends at 809 */
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->nedge = lj_edges_find(code, sizeof code, 0x1000, 80, vm->edge, LJ_EDGES);
+	CHECK(vm->nedge == 5, "%d sequences", vm->nedge);
+	CHECK(!lj_entry_window(vm, 0x1000 + 99));
+	CHECK(!lj_entry_window(vm, 0x1000 + 106)); /* at the sub: unwind_edge's */
+	CHECK(lj_entry_window(vm, 0x1000 + 110));
+	CHECK(lj_entry_window(vm, 0x1000 + 110 + 127));
+	CHECK(!lj_entry_window(vm, 0x1000 + 110 + 128));
+	CHECK(!lj_entry_window(vm, 0x1000 + 311)); /* after an exit */
+	CHECK(lj_entry_window(vm, 0x1000 + 659));
+	CHECK(!lj_entry_window(vm, 0x1000 + 660)); /* another sequence between */
+	CHECK(!lj_entry_window(vm, 0x1000 + 700));
+	CHECK(lj_entry_window(vm, 0x1000 + 809 + 0x7a));
+	vm->nedge = 0;
+	CHECK(!lj_entry_window(vm, 0x1000 + 110)); /* no sequences known: never */
+	free(vm);
+}
+
 int main(void)
 {
 	test_forms();
 	test_random();
+	test_entry_window();
 	return check_summary("t_vm_luajit_edges");
 }
