@@ -2022,13 +2022,17 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	if (cframe_L(c, *cf, L, g) == 0)
 		return 0;
 	/* stopped in a VM entry after its register saves, before it stored
-	 * SAVE_L or linked its cframe (or resumed the coroutine it names):
-	 * no Lua frame is this cframe's yet, they go on the next VM frame.
-	 * Searching up put them on table.sort's cframe, where none fitted
-	 * (lj_vm_call) */
-	if (i == 0 && w->innermost && (w->ns->f[0].flags & NF_LEAF) && lj_entry_window(c->vm, w->ns->f[0].pc)) {
-		msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
-			  (unsigned long long)w->ns->f[0].pc, c->why ? c->why : "?");
+	 * SAVE_L or linked its cframe (or resumed the coroutine it names),
+	 * or in the C function vm_ffi_callback calls there to do it
+	 * (lj_ccallback_enter): no Lua frame is this cframe's yet, they go
+	 * on the next VM frame. Searching up put them on table.sort's
+	 * cframe, where none fitted (lj_vm_call), or on the cframe of the
+	 * FFI call's caller, with the native frames between dropped: one
+	 * cframe out (docs/luajit.md §10.6) */
+	const struct native_frame *nf = &w->ns->f[i];
+	if (w->innermost && lj_entry_window(c->vm, nf->pc - ((nf->flags & NF_LEAF) ? 0 : 1))) {
+		msg_debug(i ? 2 : 3, "luajit: native frame %d (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
+			  i, (unsigned long long)nf->pc, c->why ? c->why : "?");
 		return 1;
 	}
 	/* The VM calls a few internal subroutines (vm_mod, vm_floor...) with
@@ -2184,6 +2188,13 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		if (rbx && !(rbx & 3) && mem_read_u32(c->m, rbx - 4, &ins) == 0 &&
 		    rdx > (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8)
 			CAND(rdx - (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8, rbx, 1);
+		/* calling out to C (vmeta_tsetv & co. before lj_meta_tset,
+		 * fast function fallbacks): BASE was just stored in L->base
+		 * and rdx already holds an argument (CARG3); PC is still in
+		 * rbx (vm_x64.dasc: `mov L:RB->base, BASE; mov CARG3, RC`...
+		 * `mov SAVE_PC, PC; call`). Taken as glue, the frames went on
+		 * the cframe below: lua_cpcall > main chunk > sorter */
+		CAND(base, rbx, 1);
 		/* lj_vm_ffi_callback between lj_ccallback_enter() and the
 		 * call: BASE is not loaded yet, L->base is the callback's */
 		if (iscb > 0)
