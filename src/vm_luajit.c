@@ -1730,6 +1730,7 @@ struct wctx {
 	int first_vm;                /* native index of the first VM frame, -1 none */
 	int nocfi;                   /* native index of the first pc outside any module, -1 */
 	int synth;                   /* the native stack was restarted at cur_L's cframe */
+	int stub;                    /* frame 0 is an FFI callback stub, unwound by unwind_stub() */
 	int trace_n;                 /* trace number running, 0 none */
 	uint64_t trace_T, trace_addr;
 	/* the thread being walked, the threads met */
@@ -1869,6 +1870,69 @@ static int unwind_edge(struct wctx *w)
 	return 0;
 }
 
+int lj_stub_state(const struct vm *vm, struct mem *m, uint64_t pc)
+{
+	uint64_t head = 0;
+	uint8_t b[2];
+	if (mem_read_u64(m, pc & ~0xfffull, &head) < 0 || !in_vm(vm, head) || pc < (pc & ~0xfffull) + 8 ||
+	    mem_read(m, pc, b, 2) < 0)
+		return -1;
+	if (b[0] == 0xb0 || b[0] == 0xeb || b[0] == 0x55)
+		return 0;  /* mov al; jmp short; push rbp */
+	if (b[0] == 0xb4 || (b[0] == 0x48 && b[1] == 0xbd) || (b[0] == 0xff && b[1] == 0x25))
+		return 1;  /* mov ah; mov rbp, imm64; jmp [rip+x] */
+	return -1;
+}
+
+/* Frame 0 stopped in an FFI callback stub (lj_ccallback.c
+ * callback_mcode_init, x64): a page of anonymous code that starts with
+ * the address of lj_vm_ffi_callback, then per slot `mov al, SLOT; jmp
+ * short` to its group's tail `mov al, SLOT; push rbp; mov ah, SLOT>>8;
+ * mov rbp, g; jmp [page]`. It has no CFI: the unwinder took it for a
+ * trace and the sample was an error (42 % of the errors of an FFI qsort
+ * with a Lua comparator). The C caller's return address is at rsp, or
+ * at rsp+8 above the caller's rbp once rbp is pushed (the instruction at
+ * rip is mov ah, mov rbp or the jmp). The callback's cframe does not
+ * exist yet: unwinding again from the caller, frame 0 kept, puts the
+ * Lua frames on the FFI call's VM frame. 0 (rewritten, or not this case)
+ * or -LS_E_NOMEM. docs/luajit.md §10.6. */
+static int unwind_stub(struct wctx *w)
+{
+	struct native_stack *ns = w->ns;
+	const struct vm *vm = w->c.vm;
+	if (ns->n < 1 || !(ns->f[0].flags & NF_LEAF) || in_vm(vm, ns->f[0].pc) || !w->c.t ||
+	    !w->c.t->unw || !w->c.t->sym)
+		return 0;
+	uint64_t pc = ns->f[0].pc;
+	int pushed;
+	if (symtab_module_at(w->c.t->sym, pc, NULL, NULL) || (pushed = lj_stub_state(vm, w->ts->mem, pc)) < 0)
+		return 0;
+	struct user_regs_struct r = w->ts->regs;
+	uint64_t ret, rbp;
+	if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)pushed, &ret) < 0 ||
+	    (pushed && mem_read_u64(w->ts->mem, r.rsp, &rbp) < 0))
+		return 0;
+	if (pushed)
+		r.rbp = rbp;
+	r.rip = ret;
+	r.rsp += 8u * (unsigned)pushed + 8u;
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in an FFI callback stub, rbp %s: %d caller frames",
+		  (unsigned long long)pc, pushed ? "pushed" : "not pushed", n2);
+	int at = 1, j;
+	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
+		ns->f[at++] = w->tmp->f[j];
+	ns->f[1].flags &= ~NF_LEAF;
+	ns->n = at;
+	ns->truncated = w->tmp->truncated || j < n2;
+	w->stub = 1;
+	return 0;
+}
+
 /* The native walk met JIT code (native frame W->nocfi, no CFI) and there
  * is no cframe of cur_L to unwind again from. The frames the unwinder
  * found past machine code came from no CFI (its frame-pointer guess on a
@@ -1918,7 +1982,8 @@ static int restart_after_trace(struct wctx *w)
 			w->first_vm = i;
 			break;
 		}
-		if (w->nocfi < 0 && !symtab_module_at(c->t->sym, ns->f[i].pc - (i ? 1 : 0), NULL, NULL))
+		if (w->nocfi < 0 && !(i == 0 && w->stub) &&
+		    !symtab_module_at(c->t->sym, ns->f[i].pc - (i ? 1 : 0), NULL, NULL))
 			w->nocfi = i;
 	}
 	uint64_t cf = 0, L2, g2;
@@ -2475,7 +2540,9 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	lw->vm_start = vm->vm_start;
 	lw->vm_end = vm->vm_end;
 	lw->vm_gc = w.have && w.s->vmstate == LJ_VMST_GC;
-	int rc = restart_after_trace(&w);
+	int rc = unwind_stub(&w);
+	if (rc == 0)
+		rc = restart_after_trace(&w);
 	if (rc == 0)
 		rc = unwind_edge(&w);
 	if (rc == 0 && ts->native.n == 0) {

@@ -320,6 +320,15 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
  * a thread stopped there has no Lua frames on that cframe. 1 yes, 0 no.
  * docs/luajit.md §10.7. */
 int lj_entry_window(const struct vm *vm, uint64_t pc);
+/* vm_luajit.c: is PC (target address, read through M) in an FFI
+ * callback stub (lj_ccallback.c callback_mcode_init, x64: a page of
+ * anonymous code whose first 8 bytes hold lj_vm_ffi_callback's address
+ * in VM's code, then `mov al, SLOT; jmp short` per slot and, per group
+ * of 32, `push rbp; mov ah, SLOT>>8; mov rbp, g; jmp [page]`)? -1 no;
+ * 0 yes, rbp not pushed yet (the caller's return address at rsp); 1 yes,
+ * pushed (the return address at rsp+8, the caller's rbp at rsp). Told by
+ * the instruction at PC. docs/luajit.md §10.6. */
+int lj_stub_state(const struct vm *vm, struct mem *m, uint64_t pc);
 /* vm_luajit.c: does the frame at BASE (its function at BASE-2 slots, on
  * the Lua stack from STACK) fit a top-frame candidate with PC, as NEED
  * asks? NEED 0 any function, 1 a Lua function with PC in its bytecode,
