@@ -1874,8 +1874,14 @@ int lj_stub_state(const struct vm *vm, struct mem *m, uint64_t pc)
 {
 	uint64_t head = 0;
 	uint8_t b[2];
-	if (mem_read_u64(m, pc & ~0xfffull, &head) < 0 || !in_vm(vm, head) || pc < (pc & ~0xfffull) + 8 ||
-	    mem_read(m, pc, b, 2) < 0)
+	int cb = 0;
+	if (mem_read_u64(m, pc & ~0xfffull, &head) < 0 || pc < (pc & ~0xfffull) + 8)
+		return -1;
+	/* the head is vm_ffi_callback: its saveregs_ (no push rbp) */
+	for (int j = 0; j < vm->nedge; j++)
+		if (vm->edge[j].stub_rbp && !vm->edge[j].exit && vm->edge[j].addr == head)
+			cb = 1;
+	if (!cb || mem_read(m, pc, b, 2) < 0)
 		return -1;
 	if (b[0] == 0xb0 || b[0] == 0xeb || b[0] == 0x55)
 		return 0;  /* mov al; jmp short; push rbp */
@@ -2096,7 +2102,7 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	 * cframe out (docs/luajit.md §10.6) */
 	const struct native_frame *nf = &w->ns->f[i];
 	if (w->innermost && lj_entry_window(c->vm, nf->pc - ((nf->flags & NF_LEAF) ? 0 : 1))) {
-		msg_debug(i ? 2 : 3, "luajit: native frame %d (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
+		msg_debug(3, "luajit: native frame %d (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
 			  i, (unsigned long long)nf->pc, c->why ? c->why : "?");
 		return 1;
 	}

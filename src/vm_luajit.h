@@ -322,8 +322,8 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
 int lj_entry_window(const struct vm *vm, uint64_t pc);
 /* vm_luajit.c: is PC (target address, read through M) in an FFI
  * callback stub (lj_ccallback.c callback_mcode_init, x64: a page of
- * anonymous code whose first 8 bytes hold lj_vm_ffi_callback's address
- * in VM's code, then `mov al, SLOT; jmp short` per slot and, per group
+ * anonymous code whose first 8 bytes hold lj_vm_ffi_callback's address,
+ * the start of the VM->edge[] sequence without push rbp, then `mov al, SLOT; jmp short` per slot and, per group
  * of 32, `push rbp; mov ah, SLOT>>8; mov rbp, g; jmp [page]`)? -1 no;
  * 0 yes, rbp not pushed yet (the caller's return address at rsp); 1 yes,
  * pushed (the return address at rsp+8, the caller's rbp at rsp). Told by

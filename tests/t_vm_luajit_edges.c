@@ -161,6 +161,10 @@ static void test_stub(void)
 	struct vm *vm = calloc(1, sizeof *vm);
 	vm->vm_start = 0x400000;
 	vm->vm_end = 0x404000;
+	/* vm_ffi_callback's saveregs_ at 0x401234, as lj_edges_find gives it */
+	vm->nedge = 2;
+	vm->edge[0] = (struct lj_edge){ .addr = 0x401000, .ninsn = 5 };
+	vm->edge[1] = (struct lj_edge){ .addr = vmcb, .ninsn = 4, .stub_rbp = 1 };
 	CHECK(lj_stub_state(vm, &mi.base, at + 8) == 0);      /* mov al, 0 */
 	CHECK(lj_stub_state(vm, &mi.base, at + 10) == 0);     /* jmp short */
 	CHECK(lj_stub_state(vm, &mi.base, at + 134) == 0);    /* push rbp */
@@ -171,9 +175,13 @@ static void test_stub(void)
 	CHECK(lj_stub_state(vm, &mi.base, at + 200) == -1);   /* int3 */
 	/* a second page: its head is no VM address */
 	CHECK(lj_stub_state(vm, &mi.base, at + 4096 + 8) == -1);
-	/* the head names no VM code: not a stub */
-	vm->vm_start = 0x500000;
-	vm->vm_end = 0x504000;
+	/* the head names another entry, or no callback entry is known */
+	vm->edge[1].stub_rbp = 0;
+	CHECK(lj_stub_state(vm, &mi.base, at + 8) == -1);
+	vm->edge[1].stub_rbp = 1;
+	vm->edge[1].addr = 0x401000;
+	CHECK(lj_stub_state(vm, &mi.base, at + 8) == -1);
+	vm->nedge = 0;
 	CHECK(lj_stub_state(vm, &mi.base, at + 8) == -1);
 	CHECK(lj_stub_state(vm, &mi.base, 0x1000) == -1);     /* unmapped */
 	free(vm);
