@@ -36,6 +36,7 @@
 #define FB_FRAMES 256         /* first size of a walk's scratch frames (grown) */
 #define MAX_SEGS 64
 #define MAX_BC_SCAN 4096      /* instructions scanned back for a slot name */
+#define LJ_ENTRY_WINDOW 128   /* bytes after an entry's register saves to its cframe's link */
 #define LJ_FFICB_NATIVE 128   /* native frames looked through for lj_vm_ffi_call */
 #define LJ_FFICALL_SIZE 4096  /* bytes of lj_vm_ffi_call's code past vm_end, at most */
 
@@ -733,6 +734,7 @@ struct segwalk {
 	int full;           /* walk_seg stopped because OUT was full: call again */
 	struct lj_lframe *lf; /* or NULL: what dump --locals needs of OUT[i], in LF[i] */
 	int endk;           /* how the last walk_seg ended: SEG_END_* */
+	uint64_t link0;     /* nonzero: the link of frame F (its slot holds a result) */
 };
 
 /* How a cframe's segment ended (struct segwalk.endk): at the bottom of L
@@ -764,6 +766,10 @@ static int walk_seg(struct ctx *c, struct segwalk *sw, struct frame *out, int ma
 		int64_t link;
 		if (rd_frame(c, f, &fn, &link) < 0)
 			return -LS_E_FAULT;
+		if (sw->link0) {
+			link = (int64_t)sw->link0;
+			sw->link0 = 0;
+		}
 		struct frame fr;
 		int rc = make_frame(c, fn, f, sw->pc, &fr);
 		if (rc < 0) {
@@ -1491,13 +1497,34 @@ static int cframe_L(struct ctx *c, uint64_t cf, uint64_t *L, uint64_t *g)
 	return FAIL(-LS_E_GARBAGE, "thread of an unknown, invalid state");
 }
 
+/* Is the C-kind function FN (fn_kind() 1) an ASM fast function, whose
+ * code runs in the VM with no native frame of its own? Its pc field
+ * points into GG_State's bcff[], whose instructions have opcodes from
+ * BC__MAX on; a library function written in C (LIBINIT_CF) points to
+ * g->bc_cfunc_int (BC_FUNCC), any other C function to bc_cfunc_ext
+ * (BC_FUNCCW): lj_lib.c lj_lib_register(), lj_dispatch.c. Its f field
+ * is no help: it holds the C fallback (lj_ffh_*), outside the VM.
+ * 1 yes, 0 no or unreadable. docs/luajit.md §10.4. */
+static int fn_asm(struct ctx *c, uint64_t fn)
+{
+	uint64_t fpc = 0;
+	uint32_t ins;
+	if (rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0 || !fpc || mem_read_u32(c->m, fpc, &ins) < 0)
+		return 0;
+	return (ins & 0xff) >= BC__MAX;
+}
+
 /* The pc candidate is inside the bytecode of the Lua function at BASE?
  * NEED_LUA 0: any function's frame; 1: a Lua function's with PC in it;
  * 2: that, or an ASM fast function's (code in the VM); 3: a Lua
  * function's, PC unknown; 4: a C function's that the VM is entering or
  * leaving: PC is the function's pc field (ins_call loads it, then steps
  * past the BC_FUNCC/FUNCCW instruction there) or the frame's link (the
- * return path loads it): vm_x64.dasc ins_call, vm_returnc. */
+ * return path loads it): vm_x64.dasc ins_call, vm_returnc; 5: an ASM
+ * fast function's whose link slot holds its first result (a TValue, not
+ * a link: GC64 only), PC its link: the VM's return path (vm_x64.dasc
+ * ff_coroutine_resume stores true at BASE-8, then moves the results
+ * down to BASE-16 in vm_return/BC_RET_Z with the link in PC). */
 static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, int need_lua)
 {
 	if (!base || (base & 7) || base <= stack + 8 * (1 + c->fr2) || base - stack > (64u << 20))
@@ -1510,13 +1537,15 @@ static int base_ok(struct ctx *c, uint64_t stack, uint64_t base, uint64_t pc, in
 	int k = fn_kind(c, fn, &pt, &ffid, &f);
 	if (k == 1 && need_lua == 4) {
 		uint64_t fpc = 0;
-		if (!pc || in_vm(c->vm, f) || rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0)
+		if (!pc || fn_asm(c, fn) || rd_ref(c, fn + c->ol->fn_pc, &fpc) < 0)
 			return 0;
 		return pc == fpc || pc == fpc + 4 || pc == (uint64_t)link;
 	}
+	if (k == 1 && need_lua == 5)
+		return c->fr2 && (uint64_t)link >> 47 && pc && fn_asm(c, fn);
 	if (k == 1)
-		return !need_lua || (need_lua == 2 && in_vm(c->vm, f));
-	if (k != 0 || need_lua == 4)
+		return !need_lua || (need_lua == 2 && fn_asm(c, fn));
+	if (k != 0 || need_lua >= 4)
 		return 0;
 	struct lj_ptinfo *pi;
 	if (rd_proto(c, pt, &pi) < 0)
@@ -1711,6 +1740,7 @@ struct wctx {
 	int first_vm;                /* native index of the first VM frame, -1 none */
 	int nocfi;                   /* native index of the first pc outside any module, -1 */
 	int synth;                   /* the native stack was restarted at cur_L's cframe */
+	int stub;                    /* frame 0 is an FFI callback stub, unwound by unwind_stub() */
 	int trace_n;                 /* trace number running, 0 none */
 	uint64_t trace_T, trace_addr;
 	/* the thread being walked, the threads met */
@@ -1850,6 +1880,75 @@ static int unwind_edge(struct wctx *w)
 	return 0;
 }
 
+int lj_stub_state(const struct vm *vm, struct mem *m, uint64_t pc)
+{
+	uint64_t head = 0;
+	uint8_t b[2];
+	int cb = 0;
+	if (mem_read_u64(m, pc & ~0xfffull, &head) < 0 || pc < (pc & ~0xfffull) + 8)
+		return -1;
+	/* the head is vm_ffi_callback: its saveregs_ (no push rbp) */
+	for (int j = 0; j < vm->nedge; j++)
+		if (vm->edge[j].stub_rbp && !vm->edge[j].exit && vm->edge[j].addr == head)
+			cb = 1;
+	if (!cb || mem_read(m, pc, b, 2) < 0)
+		return -1;
+	if (b[0] == 0xb0 || b[0] == 0xeb || b[0] == 0x55)
+		return 0;  /* mov al; jmp short; push rbp */
+	if (b[0] == 0xb4 || (b[0] == 0x48 && b[1] == 0xbd) || (b[0] == 0xff && b[1] == 0x25))
+		return 1;  /* mov ah; mov rbp, imm64; jmp [rip+x] */
+	return -1;
+}
+
+/* Frame 0 stopped in an FFI callback stub (lj_ccallback.c
+ * callback_mcode_init, x64): a page of anonymous code that starts with
+ * the address of lj_vm_ffi_callback, then per slot `mov al, SLOT; jmp
+ * short` to its group's tail `mov al, SLOT; push rbp; mov ah, SLOT>>8;
+ * mov rbp, g; jmp [page]`. It has no CFI: the unwinder took it for a
+ * trace and the sample was an error (42 % of the errors of an FFI qsort
+ * with a Lua comparator). The C caller's return address is at rsp, or
+ * at rsp+8 above the caller's rbp once rbp is pushed (the instruction at
+ * rip is mov ah, mov rbp or the jmp). The callback's cframe does not
+ * exist yet: unwinding again from the caller, frame 0 kept, puts the
+ * Lua frames on the FFI call's VM frame. 0 (rewritten, or not this case)
+ * or -LS_E_NOMEM. docs/luajit.md §10.6. */
+static int unwind_stub(struct wctx *w)
+{
+	struct native_stack *ns = w->ns;
+	const struct vm *vm = w->c.vm;
+	if (ns->n < 1 || !(ns->f[0].flags & NF_LEAF) || in_vm(vm, ns->f[0].pc) || !w->c.t ||
+	    !w->c.t->unw || !w->c.t->sym)
+		return 0;
+	uint64_t pc = ns->f[0].pc;
+	int pushed;
+	if (symtab_module_at(w->c.t->sym, pc, NULL, NULL) || (pushed = lj_stub_state(vm, w->ts->mem, pc)) < 0)
+		return 0;
+	struct user_regs_struct r = w->ts->regs;
+	uint64_t ret, rbp;
+	if (mem_read_u64(w->ts->mem, r.rsp + 8u * (unsigned)pushed, &ret) < 0 ||
+	    (pushed && mem_read_u64(w->ts->mem, r.rsp, &rbp) < 0))
+		return 0;
+	if (pushed)
+		r.rbp = rbp;
+	r.rip = ret;
+	r.rsp += 8u * (unsigned)pushed + 8u;
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in an FFI callback stub, rbp %s: %d caller frames",
+		  (unsigned long long)pc, pushed ? "pushed" : "not pushed", n2);
+	int at = 1, j;
+	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
+		ns->f[at++] = w->tmp->f[j];
+	ns->f[1].flags &= ~NF_LEAF;
+	ns->n = at;
+	ns->truncated = w->tmp->truncated || j < n2;
+	w->stub = 1;
+	return 0;
+}
+
 /* The native walk met JIT code (native frame W->nocfi, no CFI) and there
  * is no cframe of cur_L to unwind again from. The frames the unwinder
  * found past machine code came from no CFI (its frame-pointer guess on a
@@ -1899,7 +1998,8 @@ static int restart_after_trace(struct wctx *w)
 			w->first_vm = i;
 			break;
 		}
-		if (w->nocfi < 0 && !symtab_module_at(c->t->sym, ns->f[i].pc - (i ? 1 : 0), NULL, NULL))
+		if (w->nocfi < 0 && !(i == 0 && w->stub) &&
+		    !symtab_module_at(c->t->sym, ns->f[i].pc - (i ? 1 : 0), NULL, NULL))
 			w->nocfi = i;
 	}
 	uint64_t cf = 0, L2, g2;
@@ -1966,10 +2066,35 @@ static void debug_no_cframe(struct wctx *w, int i, uint64_t cf, uint64_t L)
 		  (unsigned long long)q[9], (unsigned long long)q[10], (unsigned long long)q[11]);
 }
 
+/* Is PC in the first LJ_ENTRY_WINDOW bytes after an entry's register
+ * saves (struct lj_edge, not exit), with no other sequence between?
+ * There lj_vm_call, lj_vm_pcall, lj_vm_cpcall, lj_vm_resume and
+ * vm_ffi_callback store SAVE_L and link their cframe into L->cframe
+ * (vm_resume then sets the coroutine's status; vm_ffi_callback leaves
+ * both to lj_ccallback_enter): at most 0x7b bytes on in Debian's luajit
+ * 2.1 (vm_x64.dasc). docs/luajit.md §10.7. */
+int lj_entry_window(const struct vm *vm, uint64_t pc)
+{
+	uint64_t end = 0; /* the nearest entry's end at or below PC */
+	for (int j = 0; j < vm->nedge; j++) {
+		const struct lj_edge *e = &vm->edge[j];
+		uint64_t x = e->addr + e->off[e->ninsn];
+		if (!e->exit && x <= pc && x > end)
+			end = x;
+	}
+	if (!end || pc - end >= LJ_ENTRY_WINDOW)
+		return 0;
+	for (int j = 0; j < vm->nedge; j++)
+		if (vm->edge[j].addr >= end && vm->edge[j].addr <= pc)
+			return 0; /* another sequence between: PC is past that entry */
+	return 1;
+}
+
 /* The cframe of VM native frame I: its rsp, or, where the VM's one CFI
  * rule (CFA = rsp+80) is off, one found nearby; then the native stack is
- * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, or
- * -LS_E_* when there is none. */
+ * unwound again from it. Fills *CF, *L (its SAVE_L) and *G. 0, 1 when
+ * frame 0 is a VM entry whose cframe is not linked yet (lj_entry_window():
+ * no Lua frames of its own), or -LS_E_* when there is none. */
 static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_t *g)
 {
 	struct ctx *c = &w->c;
@@ -1977,6 +2102,20 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	*L = *g = 0;
 	if (cframe_L(c, *cf, L, g) == 0)
 		return 0;
+	/* stopped in a VM entry after its register saves, before it stored
+	 * SAVE_L or linked its cframe (or resumed the coroutine it names),
+	 * or in the C function vm_ffi_callback calls there to do it
+	 * (lj_ccallback_enter): no Lua frame is this cframe's yet, they go
+	 * on the next VM frame. Searching up put them on table.sort's
+	 * cframe, where none fitted (lj_vm_call), or on the cframe of the
+	 * FFI call's caller, with the native frames between dropped: one
+	 * cframe out (docs/luajit.md §10.6) */
+	const struct native_frame *nf = &w->ns->f[i];
+	if (w->innermost && lj_entry_window(c->vm, nf->pc - ((nf->flags & NF_LEAF) ? 0 : 1))) {
+		msg_debug(3, "luajit: native frame %d (pc 0x%llx) in a VM entry, its cframe not linked yet (%s)",
+			  i, (unsigned long long)nf->pc, c->why ? c->why : "?");
+		return 1;
+	}
 	/* The VM calls a few internal subroutines (vm_mod, vm_floor...) with
 	 * `call`: stopped there, rsp is the cframe minus one or two return
 	 * addresses. In the trace exit handler (registers pushed below the
@@ -2109,6 +2248,14 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * an ASM fast function runs there; at a call/return BASE is
 		 * set before PC */
 		CAND(rdx, rbx, 2);
+		/* an ASM fast function returning: its first result covers
+		 * its link, which PC holds (mode 5) */
+		CAND(rdx, rbx, 5);
+		/* coroutine.resume's ASM code after it stored L->base: BASE
+		 * one slot up keeps the resumed thread on the stack for the
+		 * GC (vm_x64.dasc ff_coroutine_resume) */
+		if (rdx == base + 8)
+			CAND(base, 0, 2);
 		/* BC_FUNCC/FUNCCW before or after the C function's own
 		 * frame: L->base may already be its BASE, so without this
 		 * the next VM frame would take the frames of this cframe */
@@ -2122,6 +2269,13 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		if (rbx && !(rbx & 3) && mem_read_u32(c->m, rbx - 4, &ins) == 0 &&
 		    rdx > (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8)
 			CAND(rdx - (1 + c->fr2 + ((ins >> 8) & 0xff)) * 8, rbx, 1);
+		/* calling out to C (vmeta_tsetv & co. before lj_meta_tset,
+		 * fast function fallbacks): BASE was just stored in L->base
+		 * and rdx already holds an argument (CARG3); PC is still in
+		 * rbx (vm_x64.dasc: `mov L:RB->base, BASE; mov CARG3, RC`...
+		 * `mov SAVE_PC, PC; call`). Taken as glue, the frames went on
+		 * the cframe below: lua_cpcall > main chunk > sorter */
+		CAND(base, rbx, 1);
 		/* lj_vm_ffi_callback between lj_ccallback_enter() and the
 		 * call: BASE is not loaded yet, L->base is the callback's */
 		if (iscb > 0)
@@ -2175,11 +2329,19 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 	int nc = top_candidates(w, i, cf, L, base, iscb, cand, 12, &glue);
 	int misfit = 0;
 	for (int k = 0; k < nc; k++) {
-		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode))
+		if (!base_ok(c, stack, cand[k].base, cand[k].pc, cand[k].mode)) {
+			msg_debug(3, "luajit: top candidate %d: base 0x%llx pc 0x%llx mode %d: not a frame",
+				  k, (unsigned long long)cand[k].base, (unsigned long long)cand[k].pc, cand[k].mode);
 			continue;
-		struct segwalk t2 = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
+		}
+		uint64_t link0 = cand[k].mode == 5 ? cand[k].pc : 0;
+		uint64_t pc0 = cand[k].mode == 5 ? 0 : cand[k].pc;
+		struct segwalk t2 = { .L = L, .stack = stack, .f = cand[k].base - 8, .pc = pc0, .link0 = link0 };
 		int steps = c->steps;
 		if (walk_seg_grow(c, &t2, &w->fb, 0, floor) < 0) {
+			msg_debug(3, "luajit: top candidate %d: base 0x%llx pc 0x%llx mode %d: walk failed (%s)",
+				  k, (unsigned long long)cand[k].base, (unsigned long long)cand[k].pc, cand[k].mode,
+				  c->why ? c->why : "?");
 			c->steps = steps;
 			continue;
 		}
@@ -2187,7 +2349,8 @@ static int pick_top_frame(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 			misfit++;
 			continue;
 		}
-		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = cand[k].pc };
+		w->sw = (struct segwalk){ .L = L, .stack = stack, .f = cand[k].base - 8, .pc = pc0,
+					  .link0 = link0 };
 		return 1;
 	}
 	/* VM entry/exit glue has no Lua frame of its own, unless the
@@ -2271,6 +2434,8 @@ static int walk_vm_frame(struct wctx *w, int i)
 	int rc = find_cframe(w, i, &cf, &L, &g);
 	if (rc < 0)
 		return rc;
+	if (rc == 1)
+		return append_segment(w, i, NULL, 0); /* an entry in progress */
 	if (w->have && w->nmet < LJ_RECENT && !in_list(w->met, w->nmet, L))
 		w->met[w->nmet++] = L;
 	int32_t nres = 0;
@@ -2314,8 +2479,13 @@ static int walk_vm_frame(struct wctx *w, int i)
 			uint64_t spc = 0;
 			rd_ref(c, cf + c->l->cf_pc, &spc);
 			if (iscb <= 0 && w->have && w->s->vmstate == LJ_VMST_INTERP && L == w->s->cur_L &&
-			    (lcf & ~3ull) == cf && spc && spc != L && base_ok(c, stack, base, 0, 0))
+			    (lcf & ~3ull) == cf && spc && spc != L && base_ok(c, stack, base, 0, 0)) {
+				msg_debug(3, "luajit: interpreter without a top frame: rip vm+0x%llx rdx 0x%llx rbx 0x%llx L->base 0x%llx SAVE_PC 0x%llx",
+					  (unsigned long long)(w->ts->regs.rip - c->vm->vm_start),
+					  (unsigned long long)w->ts->regs.rdx, (unsigned long long)w->ts->regs.rbx,
+					  (unsigned long long)base, (unsigned long long)spc);
 				return FAIL(-LS_E_GARBAGE, "interpreter on the innermost cframe without a top frame");
+			}
 			memset(&w->sw, 0, sizeof w->sw);
 			return append_segment(w, i, NULL, 0);
 		}
@@ -2386,7 +2556,9 @@ static int lj_walk(struct vm *vm, struct target *t, struct thread_snap *ts, stru
 	lw->vm_start = vm->vm_start;
 	lw->vm_end = vm->vm_end;
 	lw->vm_gc = w.have && w.s->vmstate == LJ_VMST_GC;
-	int rc = restart_after_trace(&w);
+	int rc = unwind_stub(&w);
+	if (rc == 0)
+		rc = restart_after_trace(&w);
 	/* the trace's pc in a deeper native frame, for the coroutine walk
 	 * of dump --all-coroutines (lua_only_walk) */
 	if (w.have && w.trace_n && w.nocfi > 0)
@@ -2476,6 +2648,13 @@ int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out
 	memcpy(&stack, h + vm->ol->L_stack, vm->ol->gcref);
 	memcpy(&base, h + vm->ol->L_base, 8);
 	return thread_frames(&c, L, lj_gcptr(vm->ol, stack), base, out, max);
+}
+
+int lj_top_frame_ok(struct vm *vm, struct mem *m, uint64_t stack, uint64_t base, uint64_t pc,
+		    int need)
+{
+	struct ctx c = ctx_make(vm, NULL, m);
+	return base_ok(&c, stack, base, pc, need);
 }
 
 /* All Lua frames of thread L from BASE down into FB (grown up to

@@ -315,6 +315,35 @@ void lj_shortsrc(char *out, size_t outlen, const char *chunk, size_t len);
 /* vm_luajit.c: the Lua frames of thread L from L->base down, innermost
  * first, without native stack (coroutines, tests). Count or -LS_E_*. */
 int lj_thread_frames(struct vm *vm, struct mem *m, uint64_t L, struct frame *out, int max);
+/* vm_luajit.c: is PC (target address) in the first LJ_ENTRY_WINDOW
+ * (128) bytes after the register saves of a VM entry in VM->edge[]
+ * (lj_vm_call, lj_vm_pcall, lj_vm_cpcall, lj_vm_resume,
+ * vm_ffi_callback), with no other sequence starting between? There the
+ * entry has not stored SAVE_L or linked its cframe yet (vm_x64.dasc):
+ * a thread stopped there has no Lua frames on that cframe. 1 yes, 0 no.
+ * docs/luajit.md §10.7. */
+int lj_entry_window(const struct vm *vm, uint64_t pc);
+/* vm_luajit.c: is PC (target address, read through M) in an FFI
+ * callback stub (lj_ccallback.c callback_mcode_init, x64: a page of
+ * anonymous code whose first 8 bytes hold lj_vm_ffi_callback's address,
+ * the start of the VM->edge[] sequence without push rbp, then `mov al, SLOT; jmp short` per slot and, per group
+ * of 32, `push rbp; mov ah, SLOT>>8; mov rbp, g; jmp [page]`)? -1 no;
+ * 0 yes, rbp not pushed yet (the caller's return address at rsp); 1 yes,
+ * pushed (the return address at rsp+8, the caller's rbp at rsp). Told by
+ * the instruction at PC. docs/luajit.md §10.6. */
+int lj_stub_state(const struct vm *vm, struct mem *m, uint64_t pc);
+/* vm_luajit.c: does the frame at BASE (its function at BASE-2 slots, on
+ * the Lua stack from STACK) fit a top-frame candidate with PC, as NEED
+ * asks? NEED 0 any function, 1 a Lua function with PC in its bytecode,
+ * 2 that or an ASM fast function (code in the VM: its pc field points
+ * to an instruction with an opcode from BC__MAX on, GG_State's bcff[]),
+ * 3 a Lua function, PC unknown, 4 a C function (not ASM) whose frame
+ * the VM is entering or leaving (PC its pc field, +4, or the frame's
+ * link), 5 an ASM fast function whose link slot holds a result (a
+ * TValue; GC64 only) while PC is its link (its return path). 1 fits,
+ * 0 not. For tests; docs/luajit.md §10.4. */
+int lj_top_frame_ok(struct vm *vm, struct mem *m, uint64_t stack, uint64_t base, uint64_t pc,
+		    int need);
 /* vm_luajit.c: the name of the function called from Lua function
  * CALLERFN (a GCfuncL address) by the call instruction just before PC
  * (a bytecode address, as a frame's return PC), from the caller's

@@ -269,6 +269,65 @@ static void test_stack_walk(void)
 	lj_vm_free(vm);
 }
 
+/* lj_top_frame_ok on the top frame of the test_img_rows image (the
+ * builtin string.format, f = 0x7000000, outside the VM): an ASM fast
+ * function is told by the instruction its pc field points to (opcode
+ * from BC__MAX = 97 on: GG_State's bcff[]), not by f, which holds its C
+ * fallback (lj_ffh_*): coroutine.resume's frame in the VM's
+ * ff_coroutine_resume was refused (0.5-1 % of the samples of a
+ * coroutine-heavy program, JIT on: "interpreter on the innermost cframe
+ * without a top frame"). A C function (pc field at BC_FUNCC = 95 or
+ * BC_FUNCCW = 96, or none) is a candidate only while the VM enters or
+ * leaves it (NEED 4). */
+static void test_asm_fastfunc(void)
+{
+	const struct lj_layout *lay = &lj_layouts[0];
+	static struct lj_img im;
+	lj_img_build(&im, lay);
+	struct mem_region r[LJ_IMG_NREG + 1];
+	struct mem_image mi;
+	mem_image_init(&mi, r, lj_img_regions(lay, im.buf, sizeof im.buf, r));
+	uint64_t stack = lj_img_addr[1], fn = lj_img_addr[2] + 256, ins = lj_img_addr[2] + 448;
+	uint64_t base = stack + 64;
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->lay = lay;
+	vm->ol = &lj_obj_gc64;
+	vm->vm_start = 0x400000;
+	vm->vm_end = 0x404000;
+	/* a C library function without a pc field: only "any function" */
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0, 0) == 1);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0x400010, 2) == 0);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0, 3) == 0);
+	/* LIBINIT_CF: pc field at g->bc_cfunc_int (BC_FUNCC) */
+	lj_img_putref(&im, fn + lj_obj_gc64.fn_pc, ins);
+	lj_img_put32(&im, ins, 95 | 3u << 8);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0x400010, 2) == 0);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, ins + 4, 4) == 1);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, ins + 8, 4) == 0);
+	/* ASM: bcff[5], f still the C fallback outside the VM */
+	lj_img_put32(&im, ins, 97 + 5);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0x400010, 2) == 1);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, ins + 4, 4) == 0);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0, 1) == 0);
+	/* its return path (mode 5): the first result (true) over the link
+	 * slot, PC the link; refused while the slot holds a link, and for
+	 * a C function */
+	uint64_t link = 0;
+	memcpy(&link, lj_img_at(&im, base - 8), 8);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 5) == 0);
+	lj_img_put64(&im, base - 8, 0xfffeffffffffffffull);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 5) == 1);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0, 5) == 0);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 2) == 1);
+	lj_img_put32(&im, ins, 95 | 3u << 8);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, link, 5) == 0);
+	lj_img_put32(&im, ins, 97 + 5);
+	/* a pc field pointing nowhere: not ASM */
+	lj_img_putref(&im, fn + lj_obj_gc64.fn_pc, 0x99990000);
+	CHECK(lj_top_frame_ok(vm, &mi.base, stack, base, 0x400010, 2) == 0);
+	lj_vm_free(vm);
+}
+
 /* lj_find_resumers: three threads on one C stack, main resumed co1 (from
  * C: lua_resume in a C function, C frames between the cframes) which
  * resumed co2 (coroutine.resume: cframes adjacent); co2 runs. */
@@ -438,6 +497,7 @@ int main(int argc, char **argv)
 	test_img_rows();
 	test_stack_walk();
 	test_resumers();
+	test_asm_fastfunc();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

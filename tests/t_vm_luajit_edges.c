@@ -3,10 +3,12 @@
  * (vm_x64.dasc saveregs/restoreregs), over synthetic code: the four- and
  * six-register forms, the FFI callback's form (no push rbp), ret and jmp
  * exits, a wrong order, a wrong frame size, a sequence cut by the end of
- * the code, and random bytes. */
+ * the code, and random bytes; and lj_entry_window() over them, and
+ * lj_stub_state() over a synthetic FFI callback page. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "proc_mem.h"
 #include "vm_luajit.h"
 #include "check.h"
 
@@ -106,9 +108,90 @@ static void test_random(void)
 	}
 }
 
+/* lj_entry_window: the 128 bytes after an entry's saves (lj_vm_call &
+ * co. before they store SAVE_L and link their cframe), not before the
+ * sub, not after an exit's, not past another sequence. Debian's luajit
+ * stores the link 0x2d-0x56 bytes on, vm_ffi_callback calls
+ * lj_ccallback_enter 0x7a bytes on. */
+static void test_entry_window(void)
+{
+	uint8_t code[1024];
+	memset(code, 0x90, sizeof code);
+	put(code, 100, save4, sizeof save4);   /* entry, ends at 110 */
+	put(code, 300, rest4, sizeof rest4);   /* exit, ends at 311 */
+	put(code, 600, save4, sizeof save4);   /* entry, ends at 610 */
+	put(code, 660, rest4, sizeof rest4);   /* exit 50 bytes on */
+	put(code, 800, saveu + 1, sizeof saveu - 1); /* the callback's, ends at 809 */
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->nedge = lj_edges_find(code, sizeof code, 0x1000, 80, vm->edge, LJ_EDGES);
+	CHECK(vm->nedge == 5, "%d sequences", vm->nedge);
+	CHECK(!lj_entry_window(vm, 0x1000 + 99));
+	CHECK(!lj_entry_window(vm, 0x1000 + 106)); /* at the sub: unwind_edge's */
+	CHECK(lj_entry_window(vm, 0x1000 + 110));
+	CHECK(lj_entry_window(vm, 0x1000 + 110 + 127));
+	CHECK(!lj_entry_window(vm, 0x1000 + 110 + 128));
+	CHECK(!lj_entry_window(vm, 0x1000 + 311)); /* after an exit */
+	CHECK(lj_entry_window(vm, 0x1000 + 659));
+	CHECK(!lj_entry_window(vm, 0x1000 + 660)); /* another sequence between */
+	CHECK(!lj_entry_window(vm, 0x1000 + 700));
+	CHECK(lj_entry_window(vm, 0x1000 + 809 + 0x7a));
+	vm->nedge = 0;
+	CHECK(!lj_entry_window(vm, 0x1000 + 110)); /* no sequences known: never */
+	free(vm);
+}
+
+/* lj_stub_state over a synthetic callback page (lj_ccallback.c
+ * callback_mcode_init, x64): the head holds lj_vm_ffi_callback's
+ * address, slots 0 and 1 are `mov al, N; jmp short`, the group's tail
+ * `mov al, 31; push rbp; mov ah, 0; mov rbp, imm64; jmp [rip+x]`. */
+static void test_stub(void)
+{
+	static uint8_t page[8192];
+	memset(page, 0xcc, sizeof page);
+	uint64_t at = 0x7f0000000000ull, vmcb = 0x401234;
+	memcpy(page, &vmcb, 8);
+	static const uint8_t slots[] = { 0xb0, 0x00, 0xeb, 0x7a, 0xb0, 0x01, 0xeb, 0x76 };
+	memcpy(page + 8, slots, sizeof slots);
+	static const uint8_t tail[] = { 0xb0, 0x1f, 0x55, 0xb4, 0x00, 0x48, 0xbd, 1, 2, 3, 4, 5, 6, 7, 8,
+					0xff, 0x25, 0xe0, 0xef, 0xff, 0xff };
+	memcpy(page + 132, tail, sizeof tail);
+	struct mem_region r = { at, page, sizeof page };
+	struct mem_image mi;
+	mem_image_init(&mi, &r, 1);
+	struct vm *vm = calloc(1, sizeof *vm);
+	vm->vm_start = 0x400000;
+	vm->vm_end = 0x404000;
+	/* vm_ffi_callback's saveregs_ at 0x401234, as lj_edges_find gives it */
+	vm->nedge = 2;
+	vm->edge[0] = (struct lj_edge){ .addr = 0x401000, .ninsn = 5 };
+	vm->edge[1] = (struct lj_edge){ .addr = vmcb, .ninsn = 4, .stub_rbp = 1 };
+	CHECK(lj_stub_state(vm, &mi.base, at + 8) == 0);      /* mov al, 0 */
+	CHECK(lj_stub_state(vm, &mi.base, at + 10) == 0);     /* jmp short */
+	CHECK(lj_stub_state(vm, &mi.base, at + 134) == 0);    /* push rbp */
+	CHECK(lj_stub_state(vm, &mi.base, at + 135) == 1);    /* mov ah */
+	CHECK(lj_stub_state(vm, &mi.base, at + 137) == 1);    /* mov rbp, imm64 */
+	CHECK(lj_stub_state(vm, &mi.base, at + 147) == 1);    /* jmp [rip+x] */
+	CHECK(lj_stub_state(vm, &mi.base, at + 0) == -1);     /* the head itself */
+	CHECK(lj_stub_state(vm, &mi.base, at + 200) == -1);   /* int3 */
+	/* a second page: its head is no VM address */
+	CHECK(lj_stub_state(vm, &mi.base, at + 4096 + 8) == -1);
+	/* the head names another entry, or no callback entry is known */
+	vm->edge[1].stub_rbp = 0;
+	CHECK(lj_stub_state(vm, &mi.base, at + 8) == -1);
+	vm->edge[1].stub_rbp = 1;
+	vm->edge[1].addr = 0x401000;
+	CHECK(lj_stub_state(vm, &mi.base, at + 8) == -1);
+	vm->nedge = 0;
+	CHECK(lj_stub_state(vm, &mi.base, at + 8) == -1);
+	CHECK(lj_stub_state(vm, &mi.base, 0x1000) == -1);     /* unmapped */
+	free(vm);
+}
+
 int main(void)
 {
 	test_forms();
 	test_random();
+	test_entry_window();
+	test_stub();
 	return check_summary("t_vm_luajit_edges");
 }
