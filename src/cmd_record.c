@@ -78,6 +78,9 @@ static void record_say_gc(const struct cli_opts *o, const struct session_stats *
 			(unsigned long long)st->gc_unknown);
 	if (st->gc_no_lua)
 		fprintf(stderr, "; %llu kept in the GC with no Lua frame", (unsigned long long)st->gc_no_lua);
+	if (st->gc_cut)
+		fprintf(stderr, "; %llu in the GC left out: no Lua frame and the native walk cut short",
+			(unsigned long long)st->gc_cut);
 	fputc('\n', stderr);
 }
 
@@ -749,7 +752,7 @@ static void record_summary(const struct cli_opts *o, struct session *s)
 	/* most errors are reads the running target tore (deep LuaJIT stacks
 	 * walked after the release): say what helps */
 	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
-	uint64_t all = st->samples + st->errors + st->gc_outside + st->gc_unknown;
+	uint64_t all = st->samples + st->errors + st->gc_outside + st->gc_unknown + st->gc_cut;
 	if (!o->blocking && !o->nonblocking && torn * 10 > all && torn >= 10)
 		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); %s",
 			  (unsigned long long)torn, (unsigned long long)all,

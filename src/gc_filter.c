@@ -178,13 +178,23 @@ int gc_code_find(struct target *t, int no_symbols, struct gc_code *out, char *wh
 }
 
 int gc_code_sample_in_gc(const struct gc_code *gc, const struct walk_info *info,
-			 const struct lua_walk *lw, const struct native_stack *ns)
+			 const struct lua_walk *lw, const struct stack *st)
 {
 	if (gc->luajit)
 		return (info->vmstate && strcmp(info->vmstate, "GC") == 0) || (lw && lw->vm_gc);
-	for (int i = 0; ns && i < ns->n; i++) {
+	int leaf = 1;
+	for (int i = 0; st && i < st->n; i++) {
+		const struct frame *fr = &st->f[i];
+		/* a finalizer (__gc, Lua or C) the collector called: the code
+		 * inside it is its own, not the collector's (as LuaJIT's
+		 * vmstate says, docs/gc.md §2) */
+		if (fr->kind == FRAME_LUA || fr->kind == FRAME_C)
+			return 0;
+		if (fr->kind != FRAME_NATIVE)
+			continue; /* pseudo frames: vmstate, roots, elided */
 		/* a caller's pc is a return address: the call is before it */
-		uint64_t pc = ns->f[i].pc - nf_is_return(&ns->f[i]);
+		uint64_t pc = fr->addr - (leaf ? 0 : 1);
+		leaf = 0;
 		for (int k = 0; k < gc->n; k++)
 			if (pc >= gc->start[k] && pc < gc->end[k])
 				return 1;
@@ -231,7 +241,7 @@ int gc_filter_check(struct gc_filter *f, struct target *t, unsigned long long st
 }
 
 int gc_filter_keep(struct gc_filter *f, struct target *t, unsigned long long start, const struct walk_info *info,
-		   const struct lua_walk *lw, const struct native_stack *ns)
+		   const struct lua_walk *lw, const struct native_stack *ns, const struct stack *st)
 {
 	char why[256];
 	if (!t || !t->vm) { /* no Lua VM (yet): not a collector's sample */
@@ -243,8 +253,15 @@ int gc_filter_keep(struct gc_filter *f, struct target *t, unsigned long long sta
 		f->unknown++;
 		return 0;
 	}
-	if (!gc_code_sample_in_gc(&f->tg[i].code, info, lw, ns)) {
+	if (!gc_code_sample_in_gc(&f->tg[i].code, info, lw, st)) {
 		f->outside++;
+		return 0;
+	}
+	if (info->lua_frames <= 0 && ns && ns->truncated) {
+		/* no Lua frame because the walk failed, not because C ran
+		 * the step (lua_gc from a host): whose step it was is not
+		 * known */
+		f->cut++;
 		return 0;
 	}
 	f->kept++;

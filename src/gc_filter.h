@@ -45,10 +45,12 @@ int gc_code_find(struct target *t, int no_symbols, struct gc_code *out, char *wh
 
 /* Was the sample in the collector? INFO and LW from the walk (LW may
  * be NULL; LuaJIT sets lw->vm_gc also when the walk found no Lua
- * frame), NS the sample's native frames (innermost first; NULL or
- * empty for --lua-only). 1 yes, 0 no. */
+ * frame), ST the sample's merged stack (innermost first; PUC Lua: a
+ * native frame in the collector's code with no Lua or C function
+ * frame inside it: a finalizer the collector called runs code of its
+ * own). 1 yes, 0 no. */
 int gc_code_sample_in_gc(const struct gc_code *gc, const struct walk_info *info,
-			 const struct lua_walk *lw, const struct native_stack *ns);
+			 const struct lua_walk *lw, const struct stack *st);
 
 /* The filter of a session: one struct gc_code per target met, learned
  * on its first sample, and what was left out. */
@@ -65,19 +67,23 @@ struct gc_filter {
 	unsigned reuse;                 /* next slot to reuse once tg[] is full */
 	uint64_t kept;                  /* samples in the collector, kept */
 	uint64_t kept_no_lua;           /* of them: no Lua frame (counted, kept) */
+	uint64_t cut;                   /* in the collector, but no Lua frame and
+	                                 * the native walk cut short: whose step
+	                                 * it was is not known (left out) */
 	uint64_t outside;               /* samples outside the collector, left out */
 	uint64_t unknown;               /* samples of targets whose collector code
 	                                 * was not found, left out */
 };
 
-/* Decide for one sample of target T (INFO, LW, NS as for
- * gc_code_sample_in_gc): returns 1 to keep it (in the
+/* Decide for one sample of target T (INFO, LW, ST as for
+ * gc_code_sample_in_gc; NS its native frames, for whether their walk
+ * was cut short): returns 1 to keep it (in the
  * collector), 0 to leave it out; counts either way. Learns T's code on
  * its first sample (msg_debug(1) says how), keyed by T, its pid and
  * START, its process's start time (/proc stat field 22; a reused pid
  * or target struct is another process). */
 int gc_filter_keep(struct gc_filter *f, struct target *t, unsigned long long start, const struct walk_info *info,
-		   const struct lua_walk *lw, const struct native_stack *ns);
+		   const struct lua_walk *lw, const struct native_stack *ns, const struct stack *st);
 
 /* Check T (may be NULL; START its process's start time, /proc stat
  * field 22, as for gc_filter_keep) before sampling starts, and read

@@ -359,10 +359,11 @@ static void account(struct session *s, struct profile *p, struct tgt *tg, pid_t 
 	 * those kept are of the GC class (PUC's walk says interpreter or C) */
 	struct walk_info gi;
 	if (s->gcf) {
-		int keep = gc_filter_keep(s->gcf, tg->t, tg->start, info, &s->ts.lw, &s->ts.native);
+		int keep = gc_filter_keep(s->gcf, tg->t, tg->start, info, &s->ts.lw, &s->ts.native, st);
 		s->st.gc_outside = s->gcf->outside;
 		s->st.gc_unknown = s->gcf->unknown;
 		s->st.gc_no_lua = s->gcf->kept_no_lua;
+		s->st.gc_cut = s->gcf->cut;
 		if (!keep)
 			return;
 		gi = *info;
@@ -836,9 +837,11 @@ void session_print_stats(const struct session *s, FILE *f)
 			(double)(s->first_sample_ns - s->start_ns) / 1e6);
 	if (s->gcf) { /* record --gc (docs/gc.md) */
 		fprintf(f, "--gc: %llu samples in the collector kept (%llu without a Lua frame), %llu outside "
-			"left out, %llu of processes whose collector was not found left out\n",
+			"left out, %llu of processes whose collector was not found left out, %llu in the "
+			"collector left out (no Lua frame, native walk cut short)\n",
 			(unsigned long long)s->gcf->kept, (unsigned long long)s->gcf->kept_no_lua,
-			(unsigned long long)s->gcf->outside, (unsigned long long)s->gcf->unknown);
+			(unsigned long long)s->gcf->outside, (unsigned long long)s->gcf->unknown,
+			(unsigned long long)s->gcf->cut);
 		for (int i = 0; i < s->gcf->n; i++)
 			fprintf(f, "--gc: pid %d: %s\n", (int)s->gcf->tg[i].pid,
 				s->gcf->tg[i].rc < 0 ? "collector not found" : s->gcf->tg[i].code.how);

@@ -36,6 +36,7 @@ struct session_stats {
 	uint64_t gc_outside;     /* outside the collector */
 	uint64_t gc_unknown;     /* of targets whose collector was not found */
 	uint64_t gc_no_lua;      /* kept (in SAMPLES): in the collector, no Lua frame */
+	uint64_t gc_cut;         /* in the collector, no Lua frame, native walk cut: left out */
 };
 
 /* stats.vmstate[] is indexed by enum vm_state (vm.h) */
