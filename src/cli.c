@@ -694,9 +694,20 @@ int cli_parse(int argc, char **argv, struct cli_opts *o)
 	const char *sopts = o->cmd == CMD_REPORT ? short_opts + 1 : short_opts;
 	while ((ch = getopt_long(argc, argv, sopts, long_opts, NULL)) != -1) {
 		if (ch == '?') {
+			const char *w = argv[optind - 1];
+			if (strncmp(w, "--", 2) == 0) {
+				/* a long option: getopt's optopt is then its value
+				 * code, not a letter to print */
+				size_t n = strcspn(w + 2, "=");
+				for (int i = 0; w[2 + n] == '=' && long_opts[i].name; i++)
+					if (strlen(long_opts[i].name) == n && !strncmp(long_opts[i].name, w + 2, n) &&
+					    long_opts[i].has_arg == no_argument)
+						return usage_error("option '--%s' takes no value", long_opts[i].name);
+				return usage_error("unknown option '%.*s'", (int)(n + 2), w);
+			}
 			if (optopt)
 				return usage_error("unknown option '-%c'", optopt);
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("unknown option '%s'", w);
 		}
 		if (ch == ':')
 			return usage_error("option '%s' needs a value", argv[optind - 1]);
