@@ -21,6 +21,7 @@
 #include "heap.h"
 #include "heap_child.h"
 #include "msg.h"
+#include "proc_core.h"
 #include "proc_ptrace.h"
 #include "proc_task.h"
 #include "session.h"
@@ -105,7 +106,8 @@ int cmd_heap(struct cli_opts *o)
 	/* a target that exited mid-walk leaves what was read, marked
 	 * partial (exit status 7): kept; so is a snapshot written before
 	 * the command's own exit status; any other failure leaves nothing */
-	int partial = code == err_exit_code(LS_E_EXITED) && f != stdout && fflush(f) == 0 && ftell(f) > 0;
+	int partial = (code == err_exit_code(LS_E_EXITED) || (o->core && code == err_exit_code(LS_E_CORETRUNC))) &&
+		      f != stdout && fflush(f) == 0 && ftell(f) > 0;
 	if (code != 0 && !partial && !written)
 		drop_output(o, f);
 	else if (f != stdout && fclose(f) != 0) {
@@ -130,10 +132,16 @@ static int heap_take_core(struct cli_opts *o, struct target *t, struct heap_stat
 	int n = t->vm_ops->heap(t->vm, t, &mc.base, flags, &hs);
 	msg_debug(1, "heap: walk of the core %.1f ms of luaspy's CPU", (double)(cpu_ns() - c0) / 1e6);
 	mem_cache_free(&mc);
-	for (int i = 0; i < n; i++)
+	/* a cut core: what its memory holds is walked, marked partial as
+	 * for a target that exited (docs/core-files.md) */
+	uint64_t lost = t->core->lost_bytes;
+	for (int i = 0; i < n; i++) {
+		if (lost && !hs[i].cut)
+			hs[i].cut = "the end of a truncated core (the memory past it is missing)";
 		heap_graph_finish(&hs[i]);
+	}
 	*out = n < 0 ? NULL : hs;
-	return n;
+	return n < 0 && lost ? -LS_E_CORETRUNC : n;
 }
 
 /* One snapshot of target T: stop every thread, walk, release, then the
@@ -254,8 +262,15 @@ static void heap_states_free(struct heap_state *hs, int n)
 static int heap_take_error(struct cli_opts *o, int n)
 {
 	if (o->core) { /* heap --core */
-		msg_error("core %s: %s", o->core, n == -LS_E_UNSUPPORTED ?
-			  "the heap of this Lua release is not described (docs/heap.md)" : err_text(n));
+		if (n == -LS_E_NOTLUA) {
+			/* heap_core_open() found the runtime: its states did not validate */
+			msg_error("core %s: no valid lua_State: the Lua runtime is in the core but none of its "
+				  "states validates (damaged memory?)", o->core);
+			return err_exit_code(LS_E_GARBAGE);
+		}
+		msg_error("core %s: %s%s", o->core, n == -LS_E_UNSUPPORTED ?
+			  "the heap of this Lua release is not described (docs/heap.md)" : err_text(n),
+			  n == -LS_E_CORETRUNC ? ": no state could be walked in what it holds" : "");
 		return err_exit_code(-n);
 	}
 	if (n == -LS_E_UNSUPPORTED)
@@ -445,6 +460,8 @@ static int heap_output(struct cli_opts *o, FILE *f, struct target *t, struct hea
 			  (int)o->pid);
 		return err_exit_code(LS_E_EXITED);
 	}
+	if (t->core && t->core->lost_bytes) /* said as the core was opened */
+		return err_exit_code(LS_E_CORETRUNC);
 	return 0;
 }
 

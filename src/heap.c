@@ -1258,6 +1258,11 @@ int heap_paths_write(FILE *f, const struct heap_state *s, int n)
 	int rc = paths_collect(&t, s, n);
 	if (rc == 0) {
 		fputs("# luaspy heap paths 1\n", f);
+		/* a walk cut short: a comment line, skipped by --diff */
+		for (int i = 0; i < n; i++)
+			if (s[i].cut)
+				fprintf(f, "# PARTIAL: state 0x%llx: the walk stopped at %s\n",
+					(unsigned long long)s[i].addr, s[i].cut);
 		for (size_t i = 0; i < t.n; i++) {
 			char c[HEAP_PATH_MAX];
 			/* a tab or newline in a key would break the line: out_clean
@@ -1364,6 +1369,8 @@ int heap_diff_write(FILE *f, const char *old, const struct heap_state *s, int n)
 			}
 			continue;
 		}
+		if (line[0] == '#') /* a comment: PARTIAL */
+			continue;
 		char *e1, *e2;
 		long long b = strtoll(line, &e1, 10);
 		if (e1 == line || *e1 != '\t') {

@@ -145,6 +145,21 @@ int heap_pprof_write(FILE *f, const struct heap_state *s, int n)
 	Perftools__Profiles__ValueType vt[2] = { PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
 						 PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
 	Perftools__Profiles__ValueType *vtp[2] = { &vt[0], &vt[1] };
+	/* a walk cut short (target exited, core truncated): said in the
+	 * profile's comments (`pprof -comments`), as the text says PARTIAL */
+	int64_t cm[4];
+	size_t ncm = 0;
+	for (int i = 0; i < n && ncm < sizeof cm / sizeof cm[0]; i++) {
+		if (!s[i].cut)
+			continue;
+		const char *c = internf("PARTIAL: state 0x%llx: the walk stopped at %s",
+					(unsigned long long)s[i].addr, s[i].cut);
+		if (!c || (cm[ncm] = pt_id(&strs, c)) < 0)
+			goto out;
+		ncm++;
+	}
+	prof.n_comment = ncm;
+	prof.comment = cm;
 	vt[0].type = s_obj;
 	vt[0].unit = s_cnt;
 	vt[1].type = s_space;

@@ -506,6 +506,15 @@ static int check_files(struct proc_core *c, const char *exe, char *why, size_t w
 			/* replaced or removed since it was mapped: a file at its
 			 * path is used only when its build-id is the one */
 			f->open_path = intern_n(f->path, pl - (sizeof del - 1));
+		struct stat xst;
+		if (is_exe && stat(exe, &xst) == 0 && !S_ISREG(xst.st_mode)) {
+			/* open() of a directory succeeds and /dev/null reads as
+			 * empty: say what it is, not what reading it then left */
+			f->state = CORE_FILE_MISSING;
+			snprintf(why, whylen, "%s: %s", exe,
+				 S_ISDIR(xst.st_mode) ? "is a directory" : "not a regular file");
+			return -LS_E_NOEXE;
+		}
 		int fd = open_with_build_id(f->open_path, have, &hl, &f->size_bytes);
 		if (fd >= 0 && f->open_path != f->path && !is_exe && (!wl || hl != wl || memcmp(want, have, wl))) {
 			close(fd); /* unchecked or another build: not the deleted one */
@@ -712,6 +721,28 @@ static int fmap_cmp(const void *a, const void *b)
 static int check_header(struct proc_core *c, Elf *elf, size_t *nph, char *why, size_t whylen)
 {
 	GElf_Ehdr eh;
+	/* a cut core, said before libelf fails on it ("no error", "invalid
+	 * data"): the header and the program headers must be whole */
+	Elf64_Ehdr raw;
+	ssize_t rn = pread(c->fd, &raw, sizeof raw, 0);
+	if (rn >= SELFMAG && !memcmp(raw.e_ident, ELFMAG, SELFMAG)) {
+		if (c->size_bytes < sizeof raw) {
+			snprintf(why, whylen, "%llu bytes; its ELF header ends at %zu",
+				 (unsigned long long)c->size_bytes, sizeof raw);
+			return -LS_E_CORETRUNC;
+		}
+		if (raw.e_ident[EI_CLASS] == ELFCLASS64 && raw.e_ident[EI_DATA] == ELFDATA2LSB &&
+		    raw.e_type == ET_CORE && raw.e_phnum != PN_XNUM && raw.e_phnum &&
+		    raw.e_phentsize == sizeof(Elf64_Phdr)) {
+			uint64_t end = raw.e_phoff + (uint64_t)raw.e_phnum * sizeof(Elf64_Phdr);
+			if (raw.e_phoff > c->size_bytes || end > c->size_bytes) {
+				snprintf(why, whylen, "%llu bytes; its program headers end at %llu",
+					 (unsigned long long)c->size_bytes,
+					 raw.e_phoff > UINT64_MAX - (1u << 22) ? 0ull : (unsigned long long)end);
+				return -LS_E_CORETRUNC;
+			}
+		}
+	}
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
 		/* systemd-coredump and apport keep cores compressed */
 		static const struct { const char *magic; size_t len; const char *name; } z[] = {
@@ -756,13 +787,16 @@ static int read_phdrs(struct proc_core *c, Elf *elf, size_t nph, uint64_t *entry
 		      size_t whylen)
 {
 	int notes_cut = 0;
-	uint64_t notes_bytes = 0, lost = 0;
+	uint64_t notes_bytes = 0, lost = 0, notes_end = 0;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			continue;
 		if (ph.p_type == PT_NOTE) {
 			if (ph.p_offset > c->size_bytes || ph.p_filesz > c->size_bytes - ph.p_offset) {
+				uint64_t e = ph.p_offset + ph.p_filesz;
+				if (e >= ph.p_offset && e > notes_end)
+					notes_end = e;
 				notes_cut++;
 				continue;
 			}
@@ -792,13 +826,14 @@ static int read_phdrs(struct proc_core *c, Elf *elf, size_t nph, uint64_t *entry
 	}
 	if (c->nth == 0) {
 		if (notes_cut) {
-			snprintf(why, whylen, "%llu bytes; its notes (threads, registers, files) are past the end",
-				 (unsigned long long)c->size_bytes);
+			snprintf(why, whylen, "%llu bytes; its notes (threads, registers, files) end at %llu",
+				 (unsigned long long)c->size_bytes, (unsigned long long)notes_end);
 			return -LS_E_CORETRUNC;
 		}
 		snprintf(why, whylen, "no thread (NT_PRSTATUS) note");
 		return -LS_E_NOTCORE;
 	}
+	c->lost_bytes = lost;
 	if (lost)
 		warnf(c, "core file truncated at %llu bytes: %llu bytes of memory it should hold are missing",
 		      (unsigned long long)c->size_bytes, (unsigned long long)lost);

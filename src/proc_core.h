@@ -69,6 +69,7 @@ struct proc_core {
 	struct mem base;                  /* the reader: reads are bounded by the segments */
 	int fd;
 	uint64_t size_bytes;              /* size of the core file */
+	uint64_t lost_bytes;              /* memory bytes its segments should hold past the file's end (a cut core) */
 	pid_t pid;
 	char sname;                       /* pr_sname: state letter of the process */
 	char fname[17];                   /* pr_fname: the command name */
