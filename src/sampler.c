@@ -135,6 +135,11 @@ static void discover(struct target *t, unsigned want, pid_t tid)
 		return;
 	unsigned what = t->disc_want;
 	t->disc_want = 0;
+	/* states live in memory the maps may not show yet (a launched
+	 * command's heap, made after the probe read them; the session
+	 * re-reads them once a second): a state scan reads them first */
+	if (what & VM_DISC_STATES)
+		target_refresh(t);
 	int found = t->vm_ops->discover(t->vm, t, what);
 	uint64_t end = time_now_ns();
 	t->disc_ns = end;
