@@ -301,8 +301,11 @@ static int copy_walk(struct target *t, const struct sampler_opts *o, struct thre
 	ts->regs = *regs;
 	ts->after = 1;
 	memset(ts->vm_data, 0, sizeof ts->vm_data);
-	/* as --nonblocking: no page cache over a running target */
-	target_sample_reader(t, ts, 0);
+	/* a page cache of its own per walk: each page of the running
+	 * target read once (a small read is a system call: uncached, a
+	 * LuaJIT walk made ~440 of them a sample); a second walk (AGAIN)
+	 * starts empty, so it reads the target anew */
+	target_sample_reader(t, ts, 1);
 	struct mem *live = ts->ov.under;
 	if (tick) {
 		tick->under = live;
