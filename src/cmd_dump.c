@@ -434,6 +434,25 @@ static void dump_thread(struct dump_ctx *d, const struct proc_thread *th, int i,
 		 * for a state it did not know (not while the thread was held) */
 		if (rc != -LS_E_TORN && rc != -LS_E_GARBAGE && !(rc == 0 && info.discover))
 			break;
+		if (sh.held && !t->core && (rc == -LS_E_TORN || rc == -LS_E_GARBAGE) &&
+		    k + 1 < DUMP_RETRIES) {
+			/* held where the VM's state is between two consistent
+			 * ones (PUC's luaD_poscall popping a CallInfo): let
+			 * this thread run a moment and hold it again; the
+			 * others stay held, so the dump is still one moment
+			 * for everything listed after it */
+			ptrace_release(&d->h.stops[i]);
+			struct timespec nap = { 0, 1000000L };
+			nanosleep(&nap, NULL);
+			d->h.stoprc[i] = ptrace_stop(th->tid, d->so.stop_timeout_ns, &d->h.stops[i]);
+			if (d->h.stoprc[i] < 0) {
+				sh.held = 0;
+				rc = d->h.stoprc[i];
+				break;
+			}
+			stack_clear(&d->st);
+			memset(&info, 0, sizeof info);
+		}
 	}
 	if (t->core && rc == -LS_E_TORN)
 		rc = -LS_E_GARBAGE; /* a core does not run: not torn, inconsistent */
