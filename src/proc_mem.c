@@ -68,42 +68,46 @@ void proc_mem_close(struct proc_mem *m)
 	m->memfd = -1;
 }
 
-static ssize_t overlay_read(struct mem *base, uint64_t addr, void *buf, size_t len)
+ssize_t mem_regions_read(const struct mem_region *r, int n, struct mem *under, uint64_t addr,
+			 void *buf, size_t len)
 {
-	struct mem_overlay *o = (struct mem_overlay *)base;
 	size_t got = 0;
 	while (got < len) {
 		uint64_t a = addr + got;
-		int k, hit = -1;
+		int hit = -1;
 		uint64_t next = UINT64_MAX; /* start of the next region above a */
-		for (k = 0; k < o->n; k++) {
-			if (a >= o->r[k].addr && a - o->r[k].addr < o->r[k].len) {
+		for (int k = 0; k < n && hit < 0; k++) {
+			if (a >= r[k].addr && a - r[k].addr < r[k].len)
 				hit = k;
-				break;
-			}
-			if (o->r[k].addr > a && o->r[k].addr < next)
-				next = o->r[k].addr;
+			else if (r[k].addr > a && r[k].addr < next)
+				next = r[k].addr;
 		}
 		if (hit >= 0) {
-			size_t off = (size_t)(a - o->r[hit].addr);
-			size_t n = o->r[hit].len - off;
-			if (n > len - got)
-				n = len - got;
-			memcpy((char *)buf + got, o->r[hit].data + off, n);
-			got += n;
+			size_t off = (size_t)(a - r[hit].addr);
+			size_t m = r[hit].len - off;
+			if (m > len - got)
+				m = len - got;
+			memcpy((char *)buf + got, r[hit].data + off, m);
+			got += m;
 			continue;
 		}
-		size_t n = len - got;
-		if (next != UINT64_MAX && next - a < n)
-			n = (size_t)(next - a);
-		ssize_t r = o->under->read(o->under, a, (char *)buf + got, n);
-		if (r < 0)
-			return got ? (ssize_t)got : r;
-		got += (size_t)r;
-		if ((size_t)r < n)
+		size_t m = len - got;
+		if (next != UINT64_MAX && next - a < m)
+			m = (size_t)(next - a);
+		ssize_t rd = under->read(under, a, (char *)buf + got, m);
+		if (rd < 0)
+			return got ? (ssize_t)got : rd;
+		got += (size_t)rd;
+		if ((size_t)rd < m)
 			break;
 	}
 	return (ssize_t)got;
+}
+
+static ssize_t overlay_read(struct mem *base, uint64_t addr, void *buf, size_t len)
+{
+	struct mem_overlay *o = (struct mem_overlay *)base;
+	return mem_regions_read(o->r, o->n, o->under, addr, buf, len);
 }
 
 void mem_overlay_init(struct mem_overlay *o, struct mem *under, uint64_t addr,

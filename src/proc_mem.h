@@ -35,6 +35,20 @@ struct proc_mem {
 void proc_mem_init(struct proc_mem *m, pid_t pid);
 void proc_mem_close(struct proc_mem *m);
 
+/* A copy of target memory [addr, addr + len) held at DATA. */
+struct mem_region {
+	uint64_t addr;
+	const uint8_t *data;
+	size_t len;
+};
+
+/* Read LEN bytes at ADDR into BUF: each byte from the first of the N
+ * regions R that holds it, the bytes between regions from UNDER (read up
+ * to the next region). Returns the bytes read (short at the first
+ * failing or short read of UNDER), or UNDER's -LS_E_* when none was. */
+ssize_t mem_regions_read(const struct mem_region *r, int n, struct mem *under, uint64_t addr,
+			 void *buf, size_t len);
+
 /* Overlay: reads inside one of its regions come from the copy taken
  * while the thread was stopped (the top of the C stack, Lua stack slots,
  * VM state), everything else from UNDER. Regions do not overlap. */
@@ -42,11 +56,7 @@ void proc_mem_close(struct proc_mem *m);
 struct mem_overlay {
 	struct mem base;
 	struct mem *under;
-	struct {
-		uint64_t addr;
-		const uint8_t *data;
-		size_t len;
-	} r[MEM_OVERLAY_REGIONS];
+	struct mem_region r[MEM_OVERLAY_REGIONS];
 	int n;
 };
 /* Start an overlay over UNDER with one region [ADDR, ADDR+LEN) backed by
@@ -99,11 +109,6 @@ void mem_cache_free(struct mem_cache *c);
 
 /* Synthetic image: a list of regions (unit tests, fuzzers). Addresses
  * outside every region read as unmapped (short read / -LS_E_FAULT). */
-struct mem_region {
-	uint64_t addr;
-	const uint8_t *data;
-	size_t len;
-};
 struct mem_image {
 	struct mem base;
 	const struct mem_region *r;

@@ -51,7 +51,7 @@ struct sampler_bpf {
 	uint64_t nseq;
 	struct mem_overlay ov;     /* the last pair's */
 	/* a PUC record's chunks (its ov reads them: chunks_read) */
-	struct { uint64_t addr; const uint8_t *data; size_t len; } ch[MAX_CHUNKS];
+	struct mem_region ch[MAX_CHUNKS];
 	int nch;
 	struct bpf_tick_counts c;
 };
@@ -329,36 +329,7 @@ static int pick(struct sampler_bpf *b, pid_t tid, uint64_t time_ns)
 static ssize_t chunks_read(struct mem *m, uint64_t addr, void *buf, size_t len)
 {
 	struct sampler_bpf *b = (struct sampler_bpf *)((char *)m - offsetof(struct sampler_bpf, ov));
-	struct mem *under = b->ov.under;
-	size_t got = 0;
-	while (got < len) {
-		uint64_t a = addr + got, next = UINT64_MAX;
-		int hit = -1;
-		for (int k = 0; k < b->nch && hit < 0; k++) {
-			if (a >= b->ch[k].addr && a - b->ch[k].addr < b->ch[k].len)
-				hit = k;
-			else if (b->ch[k].addr > a && b->ch[k].addr < next)
-				next = b->ch[k].addr;
-		}
-		if (hit >= 0) {
-			size_t off = (size_t)(a - b->ch[hit].addr), n = b->ch[hit].len - off;
-			if (n > len - got)
-				n = len - got;
-			memcpy((char *)buf + got, b->ch[hit].data + off, n);
-			got += n;
-			continue;
-		}
-		size_t n = len - got;
-		if (next != UINT64_MAX && next - a < n)
-			n = (size_t)(next - a);
-		ssize_t r = under->read(under, a, (char *)buf + got, n);
-		if (r < 0)
-			return got ? (ssize_t)got : r;
-		got += (size_t)r;
-		if ((size_t)r < n)
-			break;
-	}
-	return (ssize_t)got;
+	return mem_regions_read(b->ch, b->nch, b->ov.under, addr, buf, len);
 }
 
 /* B->ch from PUC record R (LEN bytes of data written): each chunk's
