@@ -1791,6 +1791,27 @@ static unsigned long long *ureg_of(struct user_regs_struct *r, int reg)
 	}
 }
 
+/* Frame 0 stays; the frames above it become those unwound from R (its
+ * caller's registers, worked out by the rule that found frame 0 where
+ * its CFI is wrong or missing). Returns the frames unwound (> 0), 0 when
+ * none were (the native stack is left as it was), or -LS_E_NOMEM. */
+static int callers_from(struct wctx *w, const struct user_regs_struct *r)
+{
+	struct native_stack *ns = w->ns;
+	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
+		return -LS_E_NOMEM;
+	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, r, w->ts->mem, NULL, NULL, w->tmp);
+	if (n2 <= 0)
+		return 0;
+	int at = 1, j;
+	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
+		ns->f[at++] = w->tmp->f[j];
+	ns->f[1].flags &= ~NF_LEAF;
+	ns->n = at;
+	ns->truncated = w->tmp->truncated || j < n2;
+	return n2;
+}
+
 /* The thread stopped (native frame 0, a leaf in the VM) inside one of the
  * VM's register save or restore sequences (struct lj_edge: the pushes of
  * lj_vm_call & co. or of vm_ffi_callback before their sub rsp, or the
@@ -1857,20 +1878,12 @@ static int unwind_edge(struct wctx *w)
 		return 0;
 	r.rip = ret;
 	r.rsp = cfa;
-	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
-		return -LS_E_NOMEM;
-	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	int n2 = callers_from(w, &r);
 	if (n2 <= 0)
-		return 0;
+		return n2;
 	msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in the VM's register %s, instruction %d: "
 		  "CFA rsp+%d, %d caller frames", (unsigned long long)pc, e->exit ? "restore" : "save",
 		  k, 8 * slots + 8, n2);
-	int at = 1, j;
-	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
-		ns->f[at++] = w->tmp->f[j];
-	ns->f[1].flags &= ~NF_LEAF;
-	ns->n = at;
-	ns->truncated = w->tmp->truncated || j < n2;
 	w->first_vm = -1;
 	for (int i = 1; i < ns->n; i++)
 		if (in_vm(vm, ns->f[i].pc)) {
@@ -1932,19 +1945,11 @@ static int unwind_stub(struct wctx *w)
 		r.rbp = rbp;
 	r.rip = ret;
 	r.rsp += 8u * (unsigned)pushed + 8u;
-	if (!w->tmp && !(w->tmp = malloc(sizeof *w->tmp)))
-		return -LS_E_NOMEM;
-	int n2 = unwind_stack(w->c.t->unw, w->ts->tid, &r, w->ts->mem, NULL, NULL, w->tmp);
+	int n2 = callers_from(w, &r);
 	if (n2 <= 0)
-		return 0;
+		return n2;
 	msg_debug(3, "luajit: native frame 0 (pc 0x%llx) in an FFI callback stub, rbp %s: %d caller frames",
 		  (unsigned long long)pc, pushed ? "pushed" : "not pushed", n2);
-	int at = 1, j;
-	for (j = 0; j < n2 && at < UNWIND_MAX_FRAMES; j++)
-		ns->f[at++] = w->tmp->f[j];
-	ns->f[1].flags &= ~NF_LEAF;
-	ns->n = at;
-	ns->truncated = w->tmp->truncated || j < n2;
 	w->stub = 1;
 	return 0;
 }
