@@ -54,9 +54,14 @@ struct perf_proc;
  * them): one sample every 1e9/RATE_HZ ns of a thread's CPU time, STACK_BYTES
  * of its stack per sample (rounded down to 8, at most 60 KiB: a record
  * must fit the kernel's 64 KiB). Every event's fd is added to the epoll
- * instance EPFD (EPOLLIN: a sample is waiting). C receives the counts
- * (kept by the caller). 0 with *OUT, or -LS_E_NOMEM. */
-int perf_proc_open(pid_t pid, int epfd, double rate_hz, size_t stack_bytes,
+ * instance EPFD (EPOLLIN: samples are waiting). BATCH 0: EPOLLIN at every
+ * sample (walked as close to its tick as luaspy can); 1: a larger ring
+ * (128 pages) and EPOLLIN once it is about a quarter full, for callers that
+ * drain it at least every 10 ms anyway and keep what changes at the tick
+ * elsewhere (the eBPF tick copy): each wakeup costs the sampled thread an
+ * IPI on its CPU (docs/sampling.md §9). C receives the counts (kept by the
+ * caller). 0 with *OUT, or -LS_E_NOMEM. */
+int perf_proc_open(pid_t pid, int epfd, double rate_hz, size_t stack_bytes, int batch,
 		   struct perf_counts *c, struct perf_proc **out);
 
 /* Attach the eBPF program PROG_FD (sampler_bpf.h; -1: none) to every

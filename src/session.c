@@ -240,7 +240,8 @@ static int choose_sampler(struct session *s, pid_t pid)
 	if (rc == -LS_E_NOMEM)
 		return rc;
 	if (rc == 0)
-		msg_debug(1, "sampler: perf: the Lua state (LuaJIT or PUC Lua) copied at each tick by an eBPF program");
+		msg_debug(1, "sampler: perf: the Lua state (LuaJIT or PUC Lua) copied at each tick by an eBPF program; "
+			  "rings read in batches");
 	else
 		msg_debug(1, "sampler: perf: no eBPF tick copy, the Lua state is read after each sample: %s",
 			  s->bpf_why);
@@ -550,8 +551,11 @@ static void perf_target(struct session *s, struct profile *p, struct tgt *tg)
 		threads_drop(&tg->threads);
 		return;
 	}
+	/* with the tick copy, what changes at the tick is kept apart: the
+	 * ring is read in batches (each wakeup is an IPI on the target's
+	 * CPU), at every round (10 ms at most) when no batch is full */
 	if (!tg->t->perf && perf_proc_open(tg->pid, s->epfd, s->o.rate_hz, s->so.stack_copy_bytes,
-					   &s->pc, &tg->t->perf) < 0)
+					   s->bpf != NULL, &s->pc, &tg->t->perf) < 0)
 		return;
 	/* the tick program on every event, configured once the state is
 	 * known (and again if it changes) */

@@ -57,7 +57,7 @@ int main(void)
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	struct perf_counts c = { 0 };
 	struct perf_proc *p = NULL;
-	CHECK(perf_proc_open(getpid(), ep, 1000, 4096, &c, &p) == 0);
+	CHECK(perf_proc_open(getpid(), ep, 1000, 4096, 0, &c, &p) == 0);
 	struct proc_thread tl = { .tid = spin_tid, .state = 'R', .cpu = -1 };
 	CHECK(perf_proc_sync(p, &tl, 1) == 1, "events open");
 	uint64_t t0 = time_now_ns();
