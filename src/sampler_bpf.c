@@ -352,8 +352,10 @@ static void chunks_parse(struct sampler_bpf *b, const struct lsbpf_rec *r, size_
 	}
 }
 
-struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns)
+struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns,
+				     int *cut)
 {
+	*cut = 0;
 	const struct proc_cfg *p = proc_find(b, pid);
 	if (!p) {
 		b->c.unconfigured++;
@@ -384,8 +386,10 @@ struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid
 	if (r->flags & LSBPF_FL_PUC) {
 		chunks_parse(b, r, b->plen[k]);
 		b->ov.base.read = chunks_read;
-		if (r->flags & LSBPF_FL_PUC_CUT)
+		if (r->flags & LSBPF_FL_PUC_CUT) {
 			b->c.cut++;
+			*cut = 1;
+		}
 		return &b->ov;
 	}
 	if (r->flags & LSBPF_FL_G) {
@@ -399,8 +403,10 @@ struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid
 		if ((r->flags & LSBPF_FL_STK(i)) && t->len)
 			mem_overlay_add(&b->ov, t->lo, r->data + (i ? LSBPF_STACK0_MAX : 0), t->len);
 	}
-	if (r->flags & LSBPF_FL_CUT(0))
+	if (r->flags & LSBPF_FL_CUT(0)) {
 		b->c.cut++;
+		*cut = 1;
+	}
 	return &b->ov;
 }
 

@@ -70,8 +70,11 @@ void sampler_bpf_forget(struct sampler_bpf *b, pid_t pid);
 /* The tick copy of the perf sample of thread TID of process PID taken at
  * TIME_NS (CLOCK_MONOTONIC): reads the ring, pairs, and returns an
  * overlay of the copied ranges (its UNDER is left NULL: the caller sets
- * it), valid until the next call; NULL when there is none. */
-struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns);
+ * it), valid until the next call; NULL when there is none. *CUT: 1 when
+ * the running thread's stack or CallInfo chain did not fit the copy (the
+ * rest is read live), else 0. */
+struct mem_overlay *sampler_bpf_pair(struct sampler_bpf *b, pid_t pid, pid_t tid, uint64_t time_ns,
+				     int *cut);
 
 /* Fill C (sampler_bpf_rec.h) for T's PUC Lua VM: its first main state
  * and the walker's layout row. 1, or 0 when there is none (no state yet,

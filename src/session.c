@@ -514,9 +514,15 @@ static void drain_target(struct session *s, struct profile *p, struct tgt *tg)
 		uint64_t walk_ns = 0;
 		s->ts.tid = ps.tid;
 		uint64_t age = time_now_ns() - ps.time_ns;
-		struct mem_overlay *tick = s->bpf ? sampler_bpf_pair(s->bpf, tg->pid, ps.tid, ps.time_ns) : NULL;
+		int cut = 0;
+		struct mem_overlay *tick = s->bpf ? sampler_bpf_pair(s->bpf, tg->pid, ps.tid, ps.time_ns, &cut) :
+				       NULL;
+		/* the torn check's second walk re-reads the frames live; with
+		 * a whole tick copy they come from the copy both times, and
+		 * the walk is the sampler's main cost (docs/sampling.md §9) */
+		int twice = !s->perf_once && (!tick || cut);
 		int rc = sampler_sample_copy(tg->t, &s->so, &s->ts, &ps.regs, ps.stack, ps.stack_len, tick,
-					     &s->stack, s->perf_once ? NULL : &s->again, &info, &walk_ns);
+					     &s->stack, twice ? &s->again : NULL, &info, &walk_ns);
 		s->st.threads++;
 		if (rc < 0) {
 			count_error(s, rc);

@@ -65,6 +65,7 @@ int main(void)
 {
 	/* the target's memory now: 0xee everywhere */
 	static uint8_t heap[0x30000];
+	int wcut = -1;                  /* sampler_bpf_pair's *CUT */
 	memset(heap, 0xee, sizeof heap);
 	struct mem_region reg = { .addr = G, .data = heap, .len = sizeof heap };
 	struct mem_image live;
@@ -80,14 +81,14 @@ int main(void)
 
 	size_t len = make(r, 42, 1000000);
 	CHECK(sampler_bpf_feed(b, r, len) == 0);
-	CHECK(sampler_bpf_pair(b, 7, 42, 1000000) == NULL, "process not configured");
+	CHECK(sampler_bpf_pair(b, 7, 42, 1000000, &wcut) == NULL, "process not configured");
 	CHECK(sampler_bpf_config(b, 7, &cfg) == 1);
-	CHECK(sampler_bpf_pair(b, 7, 43, 1000000) == NULL, "another thread's record");
-	CHECK(sampler_bpf_pair(b, 7, 42, 1000000 - 300000) == NULL, "300 us apart");
+	CHECK(sampler_bpf_pair(b, 7, 43, 1000000, &wcut) == NULL, "another thread's record");
+	CHECK(sampler_bpf_pair(b, 7, 42, 1000000 - 300000, &wcut) == NULL, "300 us apart");
 	CHECK(c->unpaired == 2, "%llu", (unsigned long long)c->unpaired);
 
 	/* the sample 2 us before its record (the kernel stamps the sample first) */
-	struct mem_overlay *ov = sampler_bpf_pair(b, 7, 42, 1000000 - 2000);
+	struct mem_overlay *ov = sampler_bpf_pair(b, 7, 42, 1000000 - 2000, &wcut);
 	CHECK(ov != NULL);
 	if (ov) {
 		ov->under = &live.base;
@@ -108,22 +109,22 @@ int main(void)
 	}
 	CHECK(c->paired == 1 && c->max_delta_ns == 2000, "paired %llu gap %llu",
 	      (unsigned long long)c->paired, (unsigned long long)c->max_delta_ns);
-	CHECK(sampler_bpf_pair(b, 7, 42, 1000000) == NULL, "a record pairs once");
+	CHECK(sampler_bpf_pair(b, 7, 42, 1000000, &wcut) == NULL, "a record pairs once");
 
 	/* two ticks of one thread: the later sample takes the later record,
 	 * the earlier record (its sample lost) is dropped */
 	sampler_bpf_feed(b, r, make(r, 42, 5000000));
 	sampler_bpf_feed(b, r, make(r, 42, 6000000));
 	uint64_t orph = c->orphans;
-	CHECK(sampler_bpf_pair(b, 7, 42, 6000500) != NULL);
+	CHECK(sampler_bpf_pair(b, 7, 42, 6000500, &wcut) != NULL);
 	CHECK(c->orphans == orph + 1, "orphans %llu", (unsigned long long)c->orphans);
-	CHECK(sampler_bpf_pair(b, 7, 42, 5000000) == NULL, "the earlier record was dropped");
+	CHECK(sampler_bpf_pair(b, 7, 42, 5000000, &wcut) == NULL, "the earlier record was dropped");
 
 	/* another state's record (the process's state changed) */
 	make(r, 42, 7000000);
 	r->g = G + 0x1000;
 	sampler_bpf_feed(b, r, len);
-	CHECK(sampler_bpf_pair(b, 7, 42, 7000000) == NULL, "record of another state");
+	CHECK(sampler_bpf_pair(b, 7, 42, 7000000, &wcut) == NULL, "record of another state");
 
 	/* sizes that do not fit are refused */
 	make(r, 42, 8000000);
@@ -133,22 +134,22 @@ int main(void)
 	CHECK(sampler_bpf_feed(b, r, HEAD + LSBPF_STACK0_MAX + 100) == -1, "main's window past the record");
 	CHECK(sampler_bpf_feed(b, r, HEAD - 1) == -1, "shorter than the head");
 	CHECK(sampler_bpf_feed(b, r, sizeof *r + 1) == -1, "longer than a record");
-	CHECK(sampler_bpf_pair(b, 7, 42, 8000000) == NULL, "a refused record is not paired");
+	CHECK(sampler_bpf_pair(b, 7, 42, 8000000, &wcut) == NULL, "a refused record is not paired");
 
 	/* a full pool drops the oldest */
 	orph = c->orphans;
 	for (int i = 0; i < 100; i++)
 		sampler_bpf_feed(b, r, make(r, 1000 + (uint32_t)i, 9000000));
 	CHECK(c->orphans > orph, "no record dropped with 100 waiting");
-	CHECK(sampler_bpf_pair(b, 7, 1099, 9000000) != NULL, "the newest is kept");
-	CHECK(sampler_bpf_pair(b, 7, 1000, 9000000) == NULL, "the oldest was dropped");
+	CHECK(sampler_bpf_pair(b, 7, 1099, 9000000, &wcut) != NULL, "the newest is kept");
+	CHECK(sampler_bpf_pair(b, 7, 1000, 9000000, &wcut) == NULL, "the oldest was dropped");
 
 	/* a sample 300 us after the thread's record: that record's own sample
 	 * was lost, it is dropped, not paired with a later tick */
 	sampler_bpf_feed(b, r, make(r, 42, 20000000));
 	orph = c->orphans;
-	CHECK(sampler_bpf_pair(b, 7, 42, 20300000) == NULL, "a record 300 us older");
-	CHECK(c->orphans == orph + 1 && sampler_bpf_pair(b, 7, 42, 20000000) == NULL, "dropped");
+	CHECK(sampler_bpf_pair(b, 7, 42, 20300000, &wcut) == NULL, "a record 300 us older");
+	CHECK(c->orphans == orph + 1 && sampler_bpf_pair(b, 7, 42, 20000000, &wcut) == NULL, "dropped");
 
 	/* PUC Lua: chunks. A 208-byte lua_State at L0 (0x55), two adjacent
 	 * 72-byte CallInfos at L1 (0x66, 0x67), a function slot overlapping
@@ -176,7 +177,7 @@ int main(void)
 	/* the last chunk claims more than the record holds */
 	CHECK(sampler_bpf_feed(b, r, HEAD + pos - 8) == 0);
 	uint64_t cut = c->cut;
-	ov = sampler_bpf_pair(b, 8, 50, 30000000);
+	ov = sampler_bpf_pair(b, 8, 50, 30000000, &wcut);
 	CHECK(ov != NULL, "PUC record paired");
 	if (ov) {
 		ov->under = &live.base;
@@ -191,11 +192,11 @@ int main(void)
 		CHECK(mem_read(&ov->base, L1 + 160, buf, 8) == 0 && all(buf, 8, 0xee), "past it: live");
 		CHECK(mem_read(&ov->base, S0, buf, 8) == 0 && all(buf, 8, 0xee), "a chunk past the record: live");
 	}
-	CHECK(c->cut == cut + 1, "a cut chain counted");
+	CHECK(c->cut == cut + 1 && wcut == 1, "a cut chain counted and said");
 	/* a LuaJIT record after it reads as before (the overlay's reader back) */
 	sampler_bpf_feed(b, r, make(r, 42, 40000000));
-	ov = sampler_bpf_pair(b, 7, 42, 40000000);
-	CHECK(ov != NULL);
+	ov = sampler_bpf_pair(b, 7, 42, 40000000, &wcut);
+	CHECK(ov != NULL && wcut == 0);
 	if (ov) {
 		uint8_t buf[8];
 		ov->under = &live.base;
@@ -205,7 +206,7 @@ int main(void)
 
 	sampler_bpf_forget(b, 7);
 	sampler_bpf_feed(b, r, make(r, 42, 10000000));
-	CHECK(sampler_bpf_pair(b, 7, 42, 10000000) == NULL, "forgotten process");
+	CHECK(sampler_bpf_pair(b, 7, 42, 10000000, &wcut) == NULL, "forgotten process");
 	sampler_bpf_close(b);
 	free(r);
 	return check_summary("t_sampler_bpf");
