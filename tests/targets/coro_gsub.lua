@@ -7,5 +7,5 @@ local function worker(id)
 end
 local cos = {} for i = 1, 3 do cos[i] = coroutine.create(worker) end
 local function cb(c) local co = cos[c:byte() % 3 + 1] coroutine.resume(co, 1) return c end
-local t0, secs = os.time(), tonumber(arg[1]) or 20   -- os.time: no system call
-while os.time() - t0 < secs do string.gsub("abc", "%a", cb) end
+local t0, secs, k = os.time(), tonumber(arg[1]) or 20, 0   -- the clock once in 64 rounds
+while k % 64 ~= 0 or os.time() - t0 < secs do string.gsub("abc", "%a", cb) k = k + 1 end

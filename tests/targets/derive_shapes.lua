@@ -24,8 +24,8 @@ end
 
 -- os.time is the vDSO, no system call (docs/sampling.md §5.2); one call
 -- per outer() of several ms; the test kills the target
-local t0, n = os.time(), 0
-while os.time() - t0 < secs do
-  n = n + outer(2000)
+local t0, n, k = os.time(), 0, 0
+while k % 64 ~= 0 or os.time() - t0 < secs do
+  n = n + outer(2000) k = k + 1
 end
 print("done", n)
