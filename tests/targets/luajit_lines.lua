@@ -13,8 +13,7 @@ end
 
 -- The clock is read once in 64 calls of hot: on a loaded machine ptrace
 -- stops land in clock reads out of all proportion (CI saw 13 of 25 with
--- os.clock; docs/sampling.md §5.2), and os.time is a system call too
--- where the clock source has no vDSO.
+-- os.clock; docs/sampling.md §5.2).
 -- SECONDS are wall seconds, in which a loaded machine gives the target
 -- little CPU: tests ask for far more than they need and kill it.
 local N = arg[2] == "joff" and 200000 or 4000000

@@ -94,7 +94,7 @@ static void *many_thread(void *arg)
 	lua_State *L[12];
 	snprintf(code, sizeof code,
 		 "function spin%d(n) local s = 0 for i = 1, n do s = s + burn(1000) end return s end\n"
-		 "function run(secs) local t1 = now() + secs while now() < t1 do spin%d(10) end end\n",
+		 "function run(secs) local t1 = now() + secs while now() < t1 do spin%d(1000) end end\n",
 		 i, i);
 	snprintf(name, sizeof name, "@t%d", i);
 	for (int k = 0; k < 12; k++)
