@@ -2123,12 +2123,18 @@ static int find_cframe(struct wctx *w, int i, uint64_t *cf, uint64_t *L, uint64_
 	}
 	/* The VM calls a few internal subroutines (vm_mod, vm_floor...) with
 	 * `call`: stopped there, rsp is the cframe minus one or two return
-	 * addresses. In the trace exit handler (registers pushed below the
-	 * cframe) the innermost cframe is cur_L's. */
+	 * addresses. The trace exit handler pushes the registers (and runs
+	 * below the trace's spill slots) under the cframe the trace runs on:
+	 * innermost, that is cur_L's; below the frames of a cframe already
+	 * walked, it is that cframe's PREV (lj_trace_exit drives the
+	 * collector, whose finalizers run in a cframe of their own:
+	 * docs/luajit.md §10.5). */
 	uint64_t ccf = 0;
 	if (w->innermost && w->have && w->s->cur_L &&
 	    mem_read_u64(c->m, w->s->cur_L + c->ol->L_cframe, &ccf) == 0)
 		ccf &= ~3ull;
+	else if (!w->innermost)
+		ccf = w->chain_next;
 	/* ... and a parent thread that resumed a coroutine from a trace has
 	 * its cframe further up: accept an address whose SAVE_L is a thread
 	 * that names it as its cframe */
