@@ -750,11 +750,14 @@ static void record_summary(const struct cli_opts *o, struct session *s)
 		(unsigned long long)st->errors);
 	record_say_gc(o, st);
 	/* most errors are reads the running target tore (deep LuaJIT stacks
-	 * walked after the release): say what helps */
+	 * walked after the release), or a frame shape the walker does not
+	 * know (the target stopped makes no difference then): say what helps */
 	uint64_t torn = st->err_by_kind[LS_E_GARBAGE] + st->err_by_kind[LS_E_TORN];
 	uint64_t all = st->samples + st->errors + st->gc_outside + st->gc_unknown + st->gc_cut;
 	if (!o->blocking && !o->nonblocking && torn * 10 > all && torn >= 10)
-		msg_error("%llu of %llu samples were torn by the running target (inconsistent data); %s",
+		msg_error("%llu of %llu samples could not be walked (inconsistent data: torn by the "
+			  "running target, or a frame shape luaspy does not know); %s; if that fails too, "
+			  "please report it with the output of `luaspy dump -v -v`",
 			  (unsigned long long)torn, (unsigned long long)all,
 			  session_sampler_perf(s)
 			  ? "the perf sampler reads from the heap what it did not copy at the tick, so "
