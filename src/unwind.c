@@ -107,6 +107,47 @@ static int is_return_address(const struct proc_maps *maps, struct mem *m, uint64
 	return unwind_after_call(b);
 }
 
+/* Could the call just before return address RET have entered code the
+ * unwinder cannot read (a core's missing module)? Yes for an indirect
+ * call (through a register, memory, the GOT), a direct call into code
+ * with no module or none readable through M, and a direct call to a
+ * PLT stub (`[endbr64] [bnd] jmp *disp(%rip)`): the callee is another
+ * module's. A direct call to a readable function with CFI is not the
+ * frame above the unreadable code: that function's own frame (found by
+ * the scan first) would be. Such return addresses are what an earlier,
+ * deeper call left on the stack: the dynamic linker's lazy binding
+ * (_dl_fixup after `call _dl_lookup_symbol_x`) below a thread blocked in
+ * a missing libc (docs/core-files.md). A function that tail-jumps into
+ * the unreadable code defeats this: its caller's return address is then
+ * passed over for an older one. */
+static int may_call_unreadable(struct unwinder *u, struct mem *m, uint64_t ret)
+{
+	uint8_t b[8];
+	if (ret < 8 || mem_read(m, ret - 8, b, sizeof b) < 0)
+		return 0;
+	/* an ff /2 reading of the bytes before RET: indirect */
+	uint8_t c[8];
+	memcpy(c, b, sizeof c);
+	c[3] = 0; /* leave the e8 reading out */
+	if (unwind_after_call(c))
+		return 1;
+	if (b[3] != 0xe8)
+		return 0;
+	int32_t rel;
+	memcpy(&rel, b + 4, 4);
+	uint64_t target = ret + (uint64_t)(int64_t)rel;
+	Elf *elf = NULL;
+	uint8_t t[11];
+	if (!symtab_module_at(u->sym, target, &elf, NULL) || !elf || mem_read(m, target, t, sizeof t) < 0)
+		return 1;
+	int k = 0;
+	if (t[0] == 0xf3 && t[1] == 0x0f && t[2] == 0x1e && t[3] == 0xfa)
+		k = 4; /* endbr64 */
+	if (t[k] == 0xf2)
+		k++;   /* bnd */
+	return t[k] == 0xff && t[k + 1] == 0x25;
+}
+
 /* Functions that start a fiber's stack: the frame that runs them is the
  * outermost of that stack; what the CFI finds above it belongs to no
  * stack (boost.context's make_fcontext holds the trampoline and the
@@ -254,7 +295,7 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 		last->flags |= NF_NOCFI;
 		if (symtab_module_at(u->sym, last->pc, NULL, NULL))
 			lost = 1;
-		uint64_t sp = last->sp, found = 0, where = 0;
+		uint64_t sp = last->sp, found = 0, where = 0, weak = 0, weak_at = 0;
 		/* never past the end of the stack's mapping (a fiber stack's
 		 * base: what lies above is another object) */
 		const struct proc_map *sm = proc_maps_find(maps, sp);
@@ -264,10 +305,24 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *r
 			if (mem_read_u64(m, sp, &w) < 0)
 				break;
 			if ((!restart || restart(arg, w)) && is_return_address(maps, m, w)) {
+				/* past a missing module's code (not JIT code,
+				 * which runs in its caller's frame): the frame
+				 * above it called into code it cannot read */
+				if (lost && !may_call_unreadable(u, m, w)) {
+					if (!weak) {
+						weak = w;
+						weak_at = sp;
+					}
+					continue;
+				}
 				found = w;
 				where = sp;
 				break;
 			}
+		}
+		if (!found && weak) {
+			found = weak;
+			where = weak_at;
 		}
 		if (!found) {
 			out->truncated = 1;
