@@ -2272,6 +2272,16 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * the next VM frame would take the frames of this cframe */
 		CAND(rdx, rbx, 4);
 		CAND(rdx, 0, 3);
+		/* a C function returning to a continuation frame (a stitched
+		 * trace called it): ->vm_return has turned PC, the link of
+		 * the frame at BASE, into link ^ FRAME_C (type CONT ^ C) and
+		 * the C function's frame is intact until ->cont_dispatch
+		 * (vm_x64.dasc). Its link in memory says so */
+		int64_t lk = 0;
+		uint64_t fn0 = 0;
+		if ((rbx & 3) == 3 && rbx < (64u << 20) && rdx > 16 &&
+		    rd_frame(c, rdx - 8, &fn0, &lk) == 0 && (uint64_t)lk == (rbx ^ 1))
+			CAND(rdx, 0, 0);
 		/* returning to a Lua caller (vm_returnc, BC_RET_Z): PC is the
 		 * link of the frame at BASE, whose slots the results may
 		 * already cover; the caller's base is below by the call
