@@ -436,7 +436,7 @@ static void count_error(struct session *s, int rc)
  * round would release them unsampled). */
 static void sample_target(struct session *s, struct profile *p, struct tgt *tg, int late)
 {
-	int rc = late ? 0 : threads_update(&tg->threads, tg->pid);
+	int rc = late ? 0 : threads_update(&tg->threads, tg->pid, 1);
 	if (rc < 0) {
 		tg->dead = 1;
 		threads_drop(&tg->threads);
@@ -548,7 +548,7 @@ static void drain_target(struct session *s, struct profile *p, struct tgt *tg)
  * event, then walk what is waiting. */
 static void perf_target(struct session *s, struct profile *p, struct tgt *tg)
 {
-	int rc = threads_update(&tg->threads, tg->pid);
+	int rc = threads_update(&tg->threads, tg->pid, 0);
 	if (rc < 0) {
 		drain_target(s, p, tg); /* what it left before it exited */
 		if (s->bpf)

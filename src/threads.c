@@ -67,10 +67,10 @@ static int same_count(const struct thread_list *l)
 	return sb.st_nlink == (nlink_t)l->n + 2;
 }
 
-int threads_update(struct thread_list *l, pid_t pid)
+int threads_update(struct thread_list *l, pid_t pid, int states)
 {
 	uint64_t now = time_now_ns();
-	if (l->th && l->stat_fd && now < l->relist_ns && same_count(l) && reread_states(l))
+	if (l->th && l->stat_fd && now < l->relist_ns && same_count(l) && (!states || reread_states(l)))
 		return 0;
 	threads_drop(l);
 	struct proc_thread *th;

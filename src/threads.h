@@ -19,9 +19,12 @@ struct thread_list {
  * and one pread per listed thread, or a new listing every 100 ms, when a
  * thread started or ended since the last call (a new thread is listed at
  * the first call after it starts), or at every call past 256 threads.
+ * With STATES 0 (the perf sampler: the kernel samples only running
+ * threads) the preads are left out: the list is kept by the fstat and
+ * the relisting, and the states and CPUs are those of the last listing.
  * L starts zeroed. Returns 0 or -LS_E_* (the process is gone or can't be
  * read). */
-int threads_update(struct thread_list *l, pid_t pid);
+int threads_update(struct thread_list *l, pid_t pid, int states);
 
 /* Close L's stat files and free the list; L is empty (and reusable). */
 void threads_drop(struct thread_list *l);
