@@ -2271,6 +2271,12 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * frame: L->base may already be its BASE, so without this
 		 * the next VM frame would take the frames of this cframe */
 		CAND(rdx, rbx, 4);
+		/* PC holds a frame link, not a bytecode address (returning
+		 * through ->vm_return and ->cont_dispatch, BASE already the
+		 * caller's): the caller's PC is the one its call out to C
+		 * stored in SAVE_PC, when that lies in its prototype */
+		if (savepc && rbx < (64u << 20))
+			CAND(rdx, savepc, 1);
 		CAND(rdx, 0, 3);
 		/* a C function returning to a continuation frame (a stitched
 		 * trace called it): ->vm_return has turned PC, the link of
