@@ -38,10 +38,14 @@ require_root() {
 }
 
 # spawn VAR CMD...: start CMD in the background (stdout/stderr to
-# $TMPD/VAR.out), store its pid in $VAR and track it.
+# $TMPD/VAR.out), store its pid in $VAR and track it. VAR.out is emptied
+# here, before the background job opens it: a test that spawns VAR again
+# would otherwise poll the last run's output until the job truncates it
+# (names-puc-cfunc read an empty offset that way, CI-like run).
 spawn() {
 	_var=$1; shift
-	"$@" >"$TMPD/$_var.out" 2>&1 &
+	: >"$TMPD/$_var.out"
+	"$@" >>"$TMPD/$_var.out" 2>&1 &
 	_p=$!
 	track_pid "$_p"
 	eval "$_var=\$_p"
