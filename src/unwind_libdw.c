@@ -79,6 +79,21 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	bool act = false;
 	if (!dwfl_frame_pc(state, &pc, &act))
 		return DWARF_CB_ABORT;
+	/* The frame before this one is in a module whose code cannot be
+	 * read (a core's library missing on disk, known at most by its
+	 * separate debug file): it has no CFI, and libdw's x86_64 fallback
+	 * took this frame from rbp, which that code need not hold as a
+	 * frame pointer (a stale chain through the dynamic linker put
+	 * check_match above wait4). Stop here: unwind_stack() scans the
+	 * stack for a return address instead (docs/core-files.md). */
+	if (out->n > u->start) {
+		const struct native_frame *pf = &out->f[out->n - 1];
+		uint64_t at = pf->pc - ((pf->flags & NF_LEAF) ? 0 : 1);
+		Elf *elf = NULL;
+		uint8_t b;
+		if (symtab_module_at(u->sym, at, &elf, NULL) && mem_read(u->mem, at, &b, 1) < 0)
+			return DWARF_CB_ABORT;
+	}
 	struct native_frame *f = &out->f[out->n];
 	memset(f, 0, sizeof *f);
 	f->pc = pc;
