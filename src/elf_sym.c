@@ -333,6 +333,7 @@ int symtab_refresh(struct symtab *s)
 Dwfl *symtab_dwfl(struct symtab *s) { return s->dwfl; }
 const struct proc_maps *symtab_maps(const struct symtab *s) { return &s->maps; }
 pid_t symtab_pid(const struct symtab *s) { return s->pid; }
+int symtab_is_core(const struct symtab *s) { return s->src != NULL; }
 
 static const char *basename_of(const char *p)
 {

@@ -70,6 +70,9 @@ Dwfl *symtab_dwfl(struct symtab *s);
 /* The maps read at open/refresh time. */
 const struct proc_maps *symtab_maps(const struct symtab *s);
 pid_t symtab_pid(const struct symtab *s);
+/* 1 when S describes a process that is not running (symtab_open_source:
+ * a core file), whose modules may be missing; 0 for a live process. */
+int symtab_is_core(const struct symtab *s);
 
 /* Symbolize target address PC. RETADDR != 0 means PC is a return address
  * (looked up at PC-1, the call instruction). Always fills OUT (fields

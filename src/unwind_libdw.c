@@ -85,8 +85,11 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	 * took this frame from rbp, which that code need not hold as a
 	 * frame pointer (a stale chain through the dynamic linker put
 	 * check_match above wait4). Stop here: unwind_stack() scans the
-	 * stack for a return address instead (docs/core-files.md). */
-	if (out->n > u->start) {
+	 * stack for a return address instead (docs/core-files.md). Cores
+	 * only: a live process's modules are all there, and a code read per
+	 * frame would cost the sampler a system call per page (and fail
+	 * for perf samples drained after the process exited). */
+	if (out->n > u->start && symtab_is_core(u->sym)) {
 		const struct native_frame *pf = &out->f[out->n - 1];
 		uint64_t at = pf->pc - ((pf->flags & NF_LEAF) ? 0 : 1);
 		Elf *elf = NULL;
