@@ -66,6 +66,19 @@ static void resolve_line(struct frame *fr, void *arg)
 	symtab_resolve_line(fr);
 }
 
+/* --period: native frames go out without source lines. Their lookup
+ * runs on the sampling thread, and the first one in a big debug file
+ * (libc6-dbg's, compressed) took over a second: no sample in that time,
+ * a period with 0 or 1 samples (upload-pyroscope, upload-queue-dir). */
+static void drop_line(struct frame *fr, void *arg)
+{
+	(void)arg;
+	if (fr->kind == FRAME_NATIVE && fr->line < 0) {
+		fr->line = 0;
+		fr->file = NULL;
+	}
+}
+
 /* record --gc (gc_filter.h, docs/gc.md): what was left out, after the
  * "Samples:" line (which counts the samples kept). */
 static void record_say_gc(const struct cli_opts *o, const struct session_stats *st)
@@ -479,8 +492,8 @@ static void period_cut(struct period *pr, uint64_t now, int final)
 	m->samples = profile_total(q);
 	m->errors = st->errors - pr->errors0;
 	m->runtime = j->runtime;
-	if (profile_map_frames(q, resolve_line, NULL) < 0)
-		msg_debug(1, "out of memory: native frames keep no source lines");
+	if (profile_map_frames(q, drop_line, NULL) < 0)
+		msg_debug(1, "out of memory: native frames keep their line tokens");
 	if (profile_name_functions(q) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
 	if (pr->o->output &&
