@@ -66,19 +66,6 @@ static void resolve_line(struct frame *fr, void *arg)
 	symtab_resolve_line(fr);
 }
 
-/* --period: native frames go out without source lines. Their lookup
- * runs on the sampling thread, and the first one in a big debug file
- * (libc6-dbg's, compressed) took over a second: no sample in that time,
- * a period with 0 or 1 samples (upload-pyroscope, upload-queue-dir). */
-static void drop_line(struct frame *fr, void *arg)
-{
-	(void)arg;
-	if (fr->kind == FRAME_NATIVE && fr->line < 0) {
-		fr->line = 0;
-		fr->file = NULL;
-	}
-}
-
 /* record --gc (gc_filter.h, docs/gc.md): what was left out, after the
  * "Samples:" line (which counts the samples kept). */
 static void record_say_gc(const struct cli_opts *o, const struct session_stats *st)
@@ -492,8 +479,6 @@ static void period_cut(struct period *pr, uint64_t now, int final)
 	m->samples = profile_total(q);
 	m->errors = st->errors - pr->errors0;
 	m->runtime = j->runtime;
-	if (profile_map_frames(q, drop_line, NULL) < 0)
-		msg_debug(1, "out of memory: native frames keep their line tokens");
 	if (profile_name_functions(q) < 0)
 		msg_debug(1, "out of memory: Lua functions keep their call-site names");
 	if (pr->o->output &&
@@ -795,8 +780,9 @@ int cmd_record(struct cli_opts *o)
 	}
 	struct session *s;
 	/* native lines are looked up once, at the end, not in the first
-	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU) */
-	symtab_defer_lines(1);
+	 * sample (the DWARF of libc alone held it up by 65+ ms of CPU);
+	 * periodic profiles carry none (symtab_set_lines) */
+	symtab_set_lines(o->period_s > 0 ? SYMTAB_LINES_NONE : SYMTAB_LINES_LATER);
 	code = session_start(o, &s);
 	if (code) {
 		if (o->upload)

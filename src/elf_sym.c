@@ -531,7 +531,7 @@ static void line_of(Dwfl_Module *mod, uint64_t a, struct sym_info *out)
 		line_in(mod, a, out);
 }
 
-/* ---- deferred lines (symtab_defer_lines) ---- */
+/* ---- deferred lines (symtab_set_lines) ---- */
 
 struct line_tok {
 	struct symtab *s;   /* NULL once closed */
@@ -541,7 +541,7 @@ struct line_tok {
 	uint64_t sa;        /* and A there */
 };
 
-static int defer_lines;
+static enum symtab_lines lines_mode;
 static struct line_tok *toks;
 static size_t ntoks, toks_cap;
 /* (symtab, address) -> token - 1: the same address gets the same token
@@ -549,9 +549,9 @@ static size_t ntoks, toks_cap;
  * refresh), so its frames stay one frame */
 static struct htab tok_index;
 
-void symtab_defer_lines(int on)
+void symtab_set_lines(enum symtab_lines mode)
 {
-	defer_lines = on;
+	lines_mode = mode;
 }
 
 static int tok_eq(const void *ctx, uint32_t i)
@@ -756,10 +756,10 @@ static void lookup_uncached(struct symtab *s, uint64_t pc, int retaddr, struct s
 			out->func_end = en + ebias;
 		}
 	}
-	if (defer_lines) {
+	if (lines_mode == SYMTAB_LINES_LATER) {
 		int tk = line_tok_new(s, mod, a);
 		out->line = tk > 0 ? -tk : 0;
-	} else {
+	} else if (lines_mode == SYMTAB_LINES_NOW) {
 		line_of(mod, a, out);
 	}
 }

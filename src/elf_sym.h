@@ -24,7 +24,7 @@ struct sym_info {
 	const char *module;   /* interned module basename, or NULL (no module) */
 	const char *file;     /* interned source file (DWARF), or NULL */
 	int line;             /* source line (DWARF), or 0; a token < 0 while
-	                       * lines are deferred (symtab_defer_lines) */
+	                       * lines are deferred (symtab_set_lines) */
 	uint64_t func_start;  /* symbol start address; without a symbol, the start of
 	                       * the CFI entry (FDE) covering the pc; 0 = unknown */
 	uint64_t func_end;    /* end of the same range, or 0 */
@@ -107,14 +107,18 @@ int symtab_can_demangle(void);
  * Thread-safe. */
 const char *symtab_demangled(const char *name);
 
-/* Lines later (record): with ON set, symtab_lookup no longer reads DWARF
- * (loading a module's line tables costs 65+ ms of CPU on the first
- * lookup, which held up the first sample); it gives LINE = -token, a
- * stand-in unique to the address, and FILE NULL. symtab_resolve_line()
- * turns the token into the real file and line before the profile is
- * written. Global (all symtabs); off by default (dump and top read
- * lines at once or not at all). */
-void symtab_defer_lines(int on);
+/* How symtab_lookup gives native source lines. Global (all symtabs).
+ * SYMTAB_LINES_NOW (the default: dump, top) reads DWARF at once.
+ * SYMTAB_LINES_LATER (record) reads none (loading a module's line tables
+ * costs 65+ ms of CPU on the first lookup, which held up the first
+ * sample); it gives LINE = -token, a stand-in unique to the address, and
+ * FILE NULL, and symtab_resolve_line() turns the token into the real file
+ * and line before the profile is written. SYMTAB_LINES_NONE (record
+ * --period) gives none at all: a period's lines would be read on the
+ * sampling thread, and the first read of a big debug file (libc6-dbg)
+ * stopped sampling for over a second (docs/report.md). */
+enum symtab_lines { SYMTAB_LINES_NOW, SYMTAB_LINES_LATER, SYMTAB_LINES_NONE };
+void symtab_set_lines(enum symtab_lines mode);
 
 /* Fill FR's file and line from the token symtab_lookup left in a native
  * frame (line < 0) while lines were deferred; other frames stay as they
