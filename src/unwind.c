@@ -81,10 +81,10 @@ static int call_ff_len(uint8_t modrm, uint8_t sib)
 	return len;
 }
 
-int unwind_after_call(const uint8_t b[8])
+/* Do the 8 bytes B before a return address end with an indirect call
+ * ("ff /2": through a register or memory)? */
+static int after_indirect_call(const uint8_t b[8])
 {
-	if (b[3] == 0xe8) /* call rel32 */
-		return 1;
 	for (int len = 2; len <= 7; len++) {
 		int at = 8 - len;
 		if (b[at] != 0xff || ((b[at + 1] >> 3) & 7) != 2)
@@ -93,6 +93,11 @@ int unwind_after_call(const uint8_t b[8])
 			return 1;
 	}
 	return 0;
+}
+
+int unwind_after_call(const uint8_t b[8])
+{
+	return b[3] == 0xe8 /* call rel32 */ || after_indirect_call(b);
 }
 
 /* Is ADDR a return address: in file-backed code and just after a call
@@ -105,47 +110,6 @@ static int is_return_address(const struct proc_maps *maps, struct mem *m, uint64
 	    mem_read(m, addr - 8, b, sizeof b) < 0)
 		return 0;
 	return unwind_after_call(b);
-}
-
-/* Could the call just before return address RET have entered code the
- * unwinder cannot read (a core's missing module)? Yes for an indirect
- * call (through a register, memory, the GOT), a direct call into code
- * with no module or none readable through M, and a direct call to a
- * PLT stub (`[endbr64] [bnd] jmp *disp(%rip)`): the callee is another
- * module's. A direct call to a readable function with CFI is not the
- * frame above the unreadable code: that function's own frame (found by
- * the scan first) would be. Such return addresses are what an earlier,
- * deeper call left on the stack: the dynamic linker's lazy binding
- * (_dl_fixup after `call _dl_lookup_symbol_x`) below a thread blocked in
- * a missing libc (docs/core-files.md). A function that tail-jumps into
- * the unreadable code defeats this: its caller's return address is then
- * passed over for an older one. */
-static int may_call_unreadable(struct unwinder *u, struct mem *m, uint64_t ret)
-{
-	uint8_t b[8];
-	if (ret < 8 || mem_read(m, ret - 8, b, sizeof b) < 0)
-		return 0;
-	/* an ff /2 reading of the bytes before RET: indirect */
-	uint8_t c[8];
-	memcpy(c, b, sizeof c);
-	c[3] = 0; /* leave the e8 reading out */
-	if (unwind_after_call(c))
-		return 1;
-	if (b[3] != 0xe8)
-		return 0;
-	int32_t rel;
-	memcpy(&rel, b + 4, 4);
-	uint64_t target = ret + (uint64_t)(int64_t)rel;
-	Elf *elf = NULL;
-	uint8_t t[11];
-	if (!symtab_module_at(u->sym, target, &elf, NULL) || !elf || mem_read(m, target, t, sizeof t) < 0)
-		return 1;
-	int k = 0;
-	if (t[0] == 0xf3 && t[1] == 0x0f && t[2] == 0x1e && t[3] == 0xfa)
-		k = 4; /* endbr64 */
-	if (t[k] == 0xf2)
-		k++;   /* bnd */
-	return t[k] == 0xff && t[k + 1] == 0x25;
 }
 
 /* Functions that start a fiber's stack: the frame that runs them is the
@@ -231,6 +195,47 @@ static int no_module(struct unwinder *u, struct mem *m, uint64_t pc)
 	uint8_t b;
 	return symtab_module_at(u->sym, pc, &elf, NULL) == NULL || elf == NULL ||
 	       mem_read(m, pc, &b, 1) < 0;
+}
+
+int unwind_code_missing(struct symtab *s, struct mem *m, uint64_t pc)
+{
+	uint8_t b;
+	return symtab_module_at(s, pc, NULL, NULL) && mem_read(m, pc, &b, 1) < 0;
+}
+
+/* Could the call just before return address RET have entered code the
+ * unwinder cannot read (a core's missing module)? Yes for an indirect
+ * call (through a register, memory, the GOT), a direct call into code
+ * with no CFI (no_module), and a direct call to a PLT stub
+ * (`[endbr64] [bnd] jmp *disp(%rip)`): the callee is another module's.
+ * A direct call to a readable function with CFI is not the frame above
+ * the unreadable code: that function's own frame (found by the scan
+ * first) would be. Such return addresses are what an earlier, deeper
+ * call left on the stack: the dynamic linker's lazy binding (_dl_fixup
+ * after `call _dl_lookup_symbol_x`) below a thread blocked in a missing
+ * libc (docs/core-files.md). A function that tail-jumps into the
+ * unreadable code defeats this: its caller's return address is then
+ * passed over for an older one. */
+static int may_call_unreadable(struct unwinder *u, struct mem *m, uint64_t ret)
+{
+	uint8_t b[8], t[7];
+	if (ret < 8 || mem_read(m, ret - 8, b, sizeof b) < 0)
+		return 0;
+	if (after_indirect_call(b))
+		return 1;
+	if (b[3] != 0xe8)
+		return 0;
+	int32_t rel;
+	memcpy(&rel, b + 4, 4);
+	uint64_t target = ret + (uint64_t)(int64_t)rel;
+	if (no_module(u, m, target) || mem_read(m, target, t, sizeof t) < 0)
+		return 1;
+	int k = 0;
+	if (t[0] == 0xf3 && t[1] == 0x0f && t[2] == 0x1e && t[3] == 0xfa)
+		k = 4; /* endbr64 */
+	if (t[k] == 0xf2)
+		k++;   /* bnd */
+	return t[k] == 0xff && t[k + 1] == 0x25;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct user_regs_struct *regs,

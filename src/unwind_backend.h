@@ -24,6 +24,11 @@ struct unwind_backend {
 		    int first_is_retaddr, struct native_stack *out);
 };
 
+/* Is PC in a module of S whose code cannot be read through M (a core's
+ * file missing on disk, known at most by its separate debug file: no
+ * CFI)? docs/core-files.md. */
+int unwind_code_missing(struct symtab *s, struct mem *m, uint64_t pc);
+
 extern const struct unwind_backend unwind_libdw_backend;
 extern const struct unwind_backend unwind_libunwind_backend;
 

@@ -91,10 +91,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	 * for perf samples drained after the process exited). */
 	if (out->n > u->start && symtab_is_core(u->sym)) {
 		const struct native_frame *pf = &out->f[out->n - 1];
-		uint64_t at = pf->pc - ((pf->flags & NF_LEAF) ? 0 : 1);
-		Elf *elf = NULL;
-		uint8_t b;
-		if (symtab_module_at(u->sym, at, &elf, NULL) && mem_read(u->mem, at, &b, 1) < 0)
+		if (unwind_code_missing(u->sym, u->mem, pf->pc - ((pf->flags & NF_LEAF) ? 0 : 1)))
 			return DWARF_CB_ABORT;
 	}
 	struct native_frame *f = &out->f[out->n];
