@@ -2271,11 +2271,13 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * frame: L->base may already be its BASE, so without this
 		 * the next VM frame would take the frames of this cframe */
 		CAND(rdx, rbx, 4);
-		/* PC holds a frame link, not a bytecode address (returning
-		 * through ->vm_return and ->cont_dispatch, BASE already the
-		 * caller's): the caller's PC is the one its call out to C
-		 * stored in SAVE_PC, when that lies in its prototype */
-		if (savepc && rbx < (64u << 20))
+		/* PC holds a frame link (a delta and a type), not a bytecode
+		 * address, on the VM's return paths */
+		int pc_is_link = rbx < (64u << 20);
+		/* returning through ->vm_return and ->cont_dispatch, BASE
+		 * already the caller's: the caller's PC is the one its call
+		 * out to C stored in SAVE_PC, when that lies in its prototype */
+		if (savepc && pc_is_link)
 			CAND(rdx, savepc, 1);
 		CAND(rdx, 0, 3);
 		/* a C function returning to a continuation frame (a stitched
@@ -2285,8 +2287,8 @@ static int top_candidates(struct wctx *w, int i, uint64_t cf, uint64_t L, uint64
 		 * (vm_x64.dasc). Its link in memory says so */
 		int64_t lk = 0;
 		uint64_t fn0 = 0;
-		if ((rbx & 3) == 3 && rbx < (64u << 20) && rdx > 16 &&
-		    rd_frame(c, rdx - 8, &fn0, &lk) == 0 && (uint64_t)lk == (rbx ^ 1))
+		if (pc_is_link && (rbx & 3) == 3 && rdx > 16 && rd_frame(c, rdx - 8, &fn0, &lk) == 0 &&
+		    (uint64_t)lk == (rbx ^ 1))
 			CAND(rdx, 0, 0);
 		/* returning to a Lua caller (vm_returnc, BC_RET_Z): PC is the
 		 * link of the frame at BASE, whose slots the results may
