@@ -9,7 +9,8 @@
  * rate x CPU time sampled, 72 % now, tests/luajit-short-threads.test;
  * issue 13 item 2). In between, each listed thread's state
  * comes from one pread of its stat file, kept open (up to MAX_STAT_FDS
- * threads; larger processes are relisted every tick). */
+ * threads; larger processes are relisted every tick), for the ptrace
+ * sampler only: the perf sampler needs the list, not the states. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
